@@ -1,0 +1,44 @@
+# tradingsite: `make run` starts the embedded site, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test bench install install-dev migrate demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py loaddemo
+
+run: demo
+	$(BIN)/python manage.py runsite --host $(HOST) --port $(PORT)
+
+# Exit code 5 means pytest collected nothing: that is a failure here, never a pass.
+test: install-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \
+	if [ $$code -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$code
+
+bench: install-dev
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -1,0 +1,39 @@
+"""Run the runtime for the named feed(s), without the web (scale-out: one process per venue)."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tradingsite.runtime.compose import build_runtime
+from tradingsite.runtime.signals import parse_feed_names, stop_on_signals
+
+
+class Command(BaseCommand):
+    help = "Run the feed runtime for the named feed(s): streams, fan-out and browser pushes."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--feed", action="append", required=True, help="Feed name (repeat or comma-separate).")
+
+    def handle(self, *args: Any, feed: list[str], **options: Any) -> None:
+        names = parse_feed_names(feed)
+        if not names:
+            raise CommandError("--feed needs at least one feed name")
+        if settings.RUNTIME_METRICS_PORT:
+            from prometheus_client import start_http_server
+
+            start_http_server(settings.RUNTIME_METRICS_PORT, addr=settings.RUNTIME_METRICS_ADDR)
+        runtime = build_runtime(role=f"feed:{','.join(names)}", feed_names=names, periodic_jobs=False)
+
+        async def main() -> int:
+            stop_on_signals(asyncio.get_running_loop(), runtime.request_stop)
+            return await runtime.run()
+
+        self.stdout.write(f"runfeed: starting {', '.join(names)}")
+        self.stdout.flush()
+        code = asyncio.run(main())
+        if code:
+            raise CommandError(f"runfeed stopped with exit code {code}; see the log above", returncode=code)
+        self.stdout.write("runfeed: stopped")

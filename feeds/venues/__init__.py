@@ -1,0 +1,18 @@
+"""The venue registry: one module per venue, each exporting VENUE."""
+from __future__ import annotations
+
+from feeds.venues import simulated
+from feeds.venues.base import Venue
+
+VENUES: dict[str, Venue] = {module.VENUE.name: module.VENUE for module in (simulated,)}
+
+
+def get_venue(name: str) -> Venue:
+    try:
+        return VENUES[name]
+    except KeyError:
+        raise LookupError(f"unknown venue {name!r}; known: {sorted(VENUES)}") from None
+
+
+def venue_choices() -> list[tuple[str, str]]:
+    return [(name, name) for name in sorted(VENUES)]

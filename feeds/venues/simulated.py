@@ -1,0 +1,168 @@
+"""The `simulated` venue: a seeded, deterministic random walk of trades.
+
+It stands in for an exchange on a laptop and in demos. Frames look like a typical
+exchange trade stream and go through the same parse path as a real venue:
+
+    {"e":"trade","s":"BTC-USD","t":42,"p":"64012.5","q":"0.013","T":1732924800123,"m":false}
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from decimal import Decimal, InvalidOperation
+from typing import AsyncIterator, Callable, Mapping, Sequence
+
+import msgspec
+import orjson
+from django.core.exceptions import ValidationError
+
+from feeds.market import FixedPointError, MarketData, Side, parse_fixed
+from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError
+
+NAME = "simulated"
+CHANNELS = frozenset({"trades"})
+DEFAULTS: dict[str, object] = {
+    "seed": 1,
+    "interval_ms": 250,
+    "volatility_bps": 5.0,
+    "start_prices": {},
+}
+_FALLBACK_START_PRICE = Decimal(100)
+
+
+class TradeFrame(msgspec.Struct, frozen=True):
+    e: str  # event type, "trade"
+    s: str  # symbol
+    t: int  # trade id, per symbol
+    p: str  # price
+    q: str  # quantity
+    T: int  # trade time, ms
+    m: bool  # buyer is maker: the seller was the aggressor
+
+
+class _EventType(msgspec.Struct):
+    e: str
+
+
+_decode_type = msgspec.json.Decoder(_EventType).decode
+_decode_trade = msgspec.json.Decoder(TradeFrame).decode
+
+
+class SimulatedMarket:
+    """The exchange side: the same seed and instruments give the same trades, always."""
+
+    def __init__(
+        self, *, seed: int, volatility_bps: float, instruments: Sequence[InstrumentSpec],
+        start_prices: Mapping[str, str],
+    ) -> None:
+        self._rng = random.Random(seed)
+        self._volatility = volatility_bps / 10_000
+        self._books = []
+        for spec in instruments:
+            tick, lot = Decimal(spec.tick_size), Decimal(spec.lot_size)
+            start = Decimal(str(start_prices.get(spec.venue_symbol, _FALLBACK_START_PRICE)))
+            self._books.append([spec.venue_symbol, tick, lot, max(int(start / tick), 1), 0])
+
+    def next_round(self, ts_ms: int) -> list[bytes]:
+        """Return one trade frame per instrument, stamped `ts_ms`."""
+        frames = []
+        for book in self._books:
+            symbol, tick, lot, price_ticks, trade_id = book
+            step = round(self._rng.gauss(0.0, price_ticks * self._volatility))
+            price_ticks = max(price_ticks + step, 1)
+            lots = self._rng.randint(1, 100)
+            trade_id += 1
+            book[3], book[4] = price_ticks, trade_id
+            frames.append(orjson.dumps({
+                "e": "trade", "s": symbol, "t": trade_id,
+                "p": format(tick * price_ticks, "f"), "q": format(lot * lots, "f"),
+                "T": ts_ms, "m": self._rng.random() < 0.5,
+            }))
+        return frames
+
+
+class SimulatedSource:
+    """Emits one round of trades every `interval_ms`; the clock and sleep are injectable."""
+
+    def __init__(
+        self, market: SimulatedMarket, interval_ms: int, *,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        sleep: Callable[[float], object] = asyncio.sleep,
+    ) -> None:
+        self._market = market
+        self._interval_s = interval_ms / 1000
+        self._clock_ms = clock_ms
+        self._sleep = sleep
+
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        while True:
+            yield self._market.next_round(self._clock_ms())
+            await self._sleep(self._interval_s)  # type: ignore[misc]
+
+
+class SimulatedVenue:
+    name = NAME
+    channels = CHANNELS
+
+    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
+        cleaned = {**DEFAULTS, **settings}
+        errors: dict[str, str] = {}
+        unknown = set(settings) - set(DEFAULTS)
+        if unknown:
+            errors["settings"] = f"unknown keys {sorted(unknown)}; allowed: {sorted(DEFAULTS)}"
+        if not isinstance(cleaned["seed"], int) or isinstance(cleaned["seed"], bool):
+            errors["seed"] = "seed must be an integer"
+        interval = cleaned["interval_ms"]
+        if not isinstance(interval, int) or isinstance(interval, bool) or not 10 <= interval <= 60_000:
+            errors["interval_ms"] = "interval_ms must be an integer from 10 to 60000"
+        vol = cleaned["volatility_bps"]
+        if not isinstance(vol, (int, float)) or isinstance(vol, bool) or not 0 < vol <= 1000:
+            errors["volatility_bps"] = "volatility_bps must be a number above 0 and at most 1000"
+        prices = cleaned["start_prices"]
+        if not isinstance(prices, dict):
+            errors["start_prices"] = "start_prices must map venue symbols to decimal strings"
+        else:
+            for symbol, price in prices.items():
+                try:
+                    if Decimal(str(price)) <= 0:
+                        raise InvalidOperation
+                except InvalidOperation:
+                    errors["start_prices"] = f"start price of {symbol} must be a positive decimal"
+        if errors:
+            raise ValidationError({key: [message] for key, message in errors.items()})
+        return cleaned
+
+    def open(self, feed: FeedSpec) -> SimulatedSource:
+        settings = self.clean_settings(feed.settings)
+        market = SimulatedMarket(
+            seed=settings["seed"],  # type: ignore[arg-type]
+            volatility_bps=settings["volatility_bps"],  # type: ignore[arg-type]
+            instruments=feed.instruments,
+            start_prices=settings["start_prices"],  # type: ignore[arg-type]
+        )
+        return SimulatedSource(market, settings["interval_ms"])  # type: ignore[arg-type]
+
+    def parse(self, frame: bytes, received_ns: int) -> list[MarketData]:
+        try:
+            if _decode_type(frame).e != "trade":
+                return []
+            trade = _decode_trade(frame)
+            return [MarketData(
+                symbol=trade.s,
+                price=parse_fixed(trade.p),
+                volume=parse_fixed(trade.q),
+                ts_event=trade.T * 1_000_000,
+                ts_recv=received_ns,
+                trade_id=str(trade.t),
+                side=Side.SELL if trade.m else Side.BUY,
+            )]
+        except msgspec.ValidationError as exc:
+            raise ParseError("schema", str(exc)) from None
+        except msgspec.DecodeError as exc:
+            raise ParseError("json", str(exc)) from None
+        except FixedPointError as exc:
+            raise ParseError("number", str(exc)) from None
+
+
+VENUE = SimulatedVenue()

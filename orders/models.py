@@ -1,0 +1,79 @@
+"""Trading accounts and the settings that let a strategy trade on one."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+
+class Broker(models.TextChoices):
+    PAPER = "paper", "Paper (simulated exchange)"
+    BINANCE_USDM = "binance-usdm", "Binance USD-M"
+    UPSTOX = "upstox", "Upstox"
+
+
+class TradeMode(models.TextChoices):
+    PAPER = "paper", "Paper"
+    SANDBOX = "sandbox", "Sandbox / testnet"
+    LIVE = "live", "Live"
+
+
+class Account(models.Model):
+    """A broker account owned by one user; everything account-scoped filters by owner."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="accounts")
+    name = models.CharField(max_length=80)
+    broker = models.CharField(max_length=20, choices=Broker.choices, default=Broker.PAPER)
+    allocated_capital = models.DecimalField(
+        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal(0))]
+    )
+    currency = models.CharField(max_length=10, default="USD")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["owner_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="account_unique_name_per_owner"),
+            models.CheckConstraint(
+                condition=models.Q(allocated_capital__gte=0), name="account_allocated_capital_non_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.broker})"
+
+
+class TradeSetting(models.Model):
+    """Lets one strategy trade on one account with a fixed quantity per entry."""
+
+    strategy = models.ForeignKey("processor.Strategy", on_delete=models.CASCADE, related_name="trade_settings")
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="trade_settings")
+    quantity = models.DecimalField(
+        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal("0.00000001"))]
+    )
+    mode = models.CharField(max_length=10, choices=TradeMode.choices, default=TradeMode.PAPER)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["account_id", "strategy_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["strategy", "account"], name="tradesetting_unique_strategy_account"),
+            models.CheckConstraint(condition=models.Q(quantity__gt=0), name="tradesetting_quantity_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.strategy} on {self.account}"
+
+    def clean(self) -> None:
+        if not self.account_id:
+            return
+        paper_account = self.account.broker == Broker.PAPER
+        if paper_account != (self.mode == TradeMode.PAPER):
+            raise ValidationError(
+                {"mode": "paper accounts trade in paper mode only, and paper mode needs a paper account"}
+            )

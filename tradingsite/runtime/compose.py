@@ -1,0 +1,45 @@
+"""Composition of the runtime for each entry point. Building it has no side effects."""
+from __future__ import annotations
+
+from django.conf import settings
+
+from feeds.startup import feed_startup_tasks
+from tradingsite.health import Status
+from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from tradingsite.runtime.periodic import run_periodic_job
+from tradingsite.runtime.reporting import report_health_forever, withdraw_health
+from tradingsite.schedule import PERIODIC_JOBS
+
+
+def _health_reporting(role: str) -> StartupTask:
+    async def start(ctx: RuntimeContext) -> None:
+        ctx.health.set(f"runtime:{role}", Status.HEALTHY, f"process {ctx.instance_id} running")
+        ctx.exit_stack.push_async_callback(withdraw_health, ctx)
+        ctx.spawn(
+            "health-reporter",
+            report_health_forever(
+                ctx, interval_s=settings.HEALTH_REPORT_INTERVAL_S, stale_after_s=settings.HEALTH_STALE_AFTER_S
+            ),
+        )
+
+    return StartupTask("start-health-reporting", Phase.ADD_FEEDS_AND_STRATEGIES, start)
+
+
+def _periodic_jobs() -> StartupTask:
+    async def start(ctx: RuntimeContext) -> None:
+        for job in PERIODIC_JOBS:
+            ctx.spawn(f"job:{job.name}", run_periodic_job(job))
+
+    return StartupTask("start-periodic-jobs", Phase.DATA_BRIDGE, start)
+
+
+def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: bool) -> Runtime:
+    """Return the runtime for the given feeds (None = every enabled feed).
+
+    `role` names the process in health reports ("site", "feed:binance"); a restarted
+    process with the same role takes over its predecessor's reports.
+    """
+    tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
+    if periodic_jobs:
+        tasks.append(_periodic_jobs())
+    return Runtime(tasks)

@@ -1,0 +1,141 @@
+"""The runtime: startup phases in order, tasks inside a phase concurrently.
+
+Mirrors seed 000's startup sequence. A startup task does its setup and returns; work
+that lives as long as the process is handed to `RuntimeContext.spawn`. A spawned task
+that fails is fatal: the runtime stops and `run()` returns a non-zero exit code.
+Constructing a Runtime has no side effects; `run()` does everything.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Awaitable, Callable, Coroutine, Sequence
+
+from tradingsite.health import HealthBoard
+
+log = logging.getLogger(__name__)
+
+
+class Phase(IntEnum):
+    ADD_FEEDS_AND_STRATEGIES = 1
+    SUBSCRIPTIONS = 2
+    DATA_FLOW = 3
+    AUTH_STATE = 4
+    DATA_BRIDGE = 5
+
+
+@dataclass(frozen=True)
+class StartupTask:
+    name: str
+    phase: Phase
+    run: Callable[["RuntimeContext"], Awaitable[None]]
+
+
+class FatalError(RuntimeError):
+    """Raised by a component that cannot go on; stops the process with a non-zero code."""
+
+
+@dataclass
+class RuntimeContext:
+    """What startup tasks share. Each attribute has one writer, named beside it."""
+
+    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    health: HealthBoard = field(default_factory=HealthBoard)
+    # Written by phase-1 and phase-2 tasks, read-only afterwards.
+    resources: dict[str, Any] = field(default_factory=dict)
+    exit_stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _fatal: asyncio.Future[BaseException] | None = None
+
+    def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `coro` for the life of the process; its failure stops the runtime."""
+        task = asyncio.create_task(coro, name=name)
+        task.add_done_callback(self._on_done)
+        self._tasks.append(task)
+        return task
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self._fatal is None or self._fatal.done():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("runtime: %s failed: %r", task.get_name(), exc, exc_info=exc)
+            self._fatal.set_result(exc)
+        else:
+            log.info("runtime: %s finished", task.get_name())
+
+
+class Runtime:
+    """Runs startup tasks phase by phase, then waits for a stop request or a fatal error."""
+
+    def __init__(self, tasks: Sequence[StartupTask], *, stop_timeout_s: float = 10.0) -> None:
+        self.tasks = list(tasks)
+        self.context = RuntimeContext()
+        self._stop_timeout_s = stop_timeout_s
+        self._stop: asyncio.Event | None = None
+        self.started = False
+
+    def request_stop(self) -> None:
+        """Ask the runtime to stop; safe to call from a signal handler, more than once."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def run(self) -> int:
+        """Start every phase, run until stopped; return the process exit code."""
+        loop = asyncio.get_running_loop()
+        self._stop = self._stop or asyncio.Event()
+        self.context._fatal = loop.create_future()
+        try:
+            failure = await self._start_phases()
+            if failure is None:
+                self.started = True
+                log.info("runtime: started (%d startup tasks)", len(self.tasks))
+                stop_wait = asyncio.ensure_future(self._stop.wait())
+                await asyncio.wait({stop_wait, self.context._fatal}, return_when=asyncio.FIRST_COMPLETED)
+                stop_wait.cancel()
+                failure = self.context._fatal.result() if self.context._fatal.done() else None
+        finally:
+            await self._teardown()
+        if failure is not None:
+            log.error("runtime: stopped on a fatal error: %s", failure)
+            return 1
+        log.info("runtime: stopped cleanly")
+        return 0
+
+    async def _start_phases(self) -> BaseException | None:
+        for phase in sorted({task.phase for task in self.tasks}):
+            in_phase = [task for task in self.tasks if task.phase == phase]
+            log.info("runtime: phase %s: %s", phase.name, ", ".join(t.name for t in in_phase))
+            starts = [asyncio.ensure_future(t.run(self.context)) for t in in_phase]
+            stop_wait = asyncio.ensure_future(self._stop.wait())  # type: ignore[union-attr]
+            pending: set[asyncio.Future[Any]] = set(starts)
+            while pending:
+                done, pending = await asyncio.wait(
+                    pending | {stop_wait, self.context._fatal},  # type: ignore[arg-type]
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                pending -= {stop_wait, self.context._fatal}
+                failed = next((f for f in done if f in starts and f.exception()), None)
+                interrupted = stop_wait.done() or self.context._fatal.done()  # type: ignore[union-attr]
+                if failed is not None or interrupted:
+                    for future in pending:
+                        future.cancel()
+                    stop_wait.cancel()
+                    if failed is not None:
+                        return failed.exception()
+                    return self.context._fatal.result() if self.context._fatal.done() else None  # type: ignore[union-attr]
+            stop_wait.cancel()
+        return None
+
+    async def _teardown(self) -> None:
+        for task in reversed(self.context._tasks):
+            task.cancel()
+        if self.context._tasks:
+            _, pending = await asyncio.wait(self.context._tasks, timeout=self._stop_timeout_s)
+            for task in pending:
+                log.warning("runtime: %s did not stop within %ss", task.get_name(), self._stop_timeout_s)
+        await self.context.exit_stack.aclose()

@@ -1,0 +1,30 @@
+"""Reports a process's HealthBoard to the database so every web process can read it."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+
+from tradingsite import services
+from tradingsite.runtime.core import RuntimeContext
+
+log = logging.getLogger(__name__)
+
+
+async def report_health_forever(ctx: RuntimeContext, *, interval_s: float, stale_after_s: float) -> None:
+    """Write the board every `interval_s`; a failed write is retried on the next beat."""
+    report = database_sync_to_async(services.component_health_report)
+    while True:
+        try:
+            await report(
+                process=ctx.instance_id, health=ctx.health.snapshot(), default_stale_after_s=stale_after_s
+            )
+        except Exception:
+            log.exception("health: report failed")
+        await asyncio.sleep(interval_s)
+
+
+async def withdraw_health(ctx: RuntimeContext) -> None:
+    """Remove the process's reports on a clean stop, so readiness does not wait for them to go stale."""
+    await database_sync_to_async(services.component_health_withdraw)(process=ctx.instance_id)

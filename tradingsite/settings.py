@@ -1,0 +1,201 @@
+"""Settings, all from the environment (12-factor) with safe local defaults.
+
+Embedded default (nothing set): SQLite under var/, in-memory channel layer, periodic
+jobs inside the site process. Scale-out: DATABASE_URL and REDIS_URL switch on
+PostgreSQL, channels_redis and Celery. Restart to reload.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from tradingsite.local_secrets import new_fernet_key, new_secret_key, read_or_create
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DEBUG", default=True)
+
+if "SECRET_KEY" in env:
+    SECRET_KEY = env.str("SECRET_KEY")
+elif DEBUG:
+    SECRET_KEY = read_or_create(VAR_DIR / "secret_key", new_secret_key)
+else:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is required when DEBUG is off: set the SECRET_KEY environment variable."
+    )
+
+# MultiFernet keys for broker tokens, newest first. Kept apart from SECRET_KEY so that
+# rotating one never makes the other's ciphertexts unreadable.
+if "TOKEN_ENCRYPTION_KEY" in env:
+    TOKEN_ENCRYPTION_KEYS = env.list("TOKEN_ENCRYPTION_KEY")
+elif DEBUG:
+    TOKEN_ENCRYPTION_KEYS = [read_or_create(VAR_DIR / "token_encryption_key", new_fernet_key)]
+else:
+    # Checked where a broker token is first encrypted, with a named error.
+    TOKEN_ENCRYPTION_KEYS = []
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_prometheus",
+    "tradingsite",
+    "feeds",
+    "processor",
+    "orders",
+    "recovery",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "tradingsite.urls"
+ASGI_APPLICATION = "tradingsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the runtime write ticks while the web reads; IMMEDIATE avoids
+    # "database is locked" on read-then-write transactions.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=5000",
+        "transaction_mode": "IMMEDIATE",
+    }
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+# Redis switches on every scale-out integration at once.
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+    CELERY_TASK_ALWAYS_EAGER = False
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Embedded default: periodic jobs run inside the site process; a stray .delay()
+    # runs inline instead of waiting for a broker that does not exist.
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+    CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# Runtime knobs. Browser pushes are conflated: at most one per instrument per interval.
+DASHBOARD_PUSH_INTERVAL_S = env.float("DASHBOARD_PUSH_INTERVAL_S", default=0.25)
+HEALTH_REPORT_INTERVAL_S = env.float("HEALTH_REPORT_INTERVAL_S", default=2.0)
+# A component whose process stopped reporting for this long counts as BLOCKED.
+HEALTH_STALE_AFTER_S = env.float("HEALTH_STALE_AFTER_S", default=15.0)
+# Prometheus scrapers authenticate with this bearer token; staff sessions also work.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# runfeed exposes its own Prometheus endpoint on this port when set (0 = off).
+RUNTIME_METRICS_PORT = env.int("RUNTIME_METRICS_PORT", default=0)
+RUNTIME_METRICS_ADDR = env.str("RUNTIME_METRICS_ADDR", default="127.0.0.1")
+
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # Probes and scrapers talk plain HTTP inside the cluster.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+    if env.bool("BEHIND_TLS_PROXY", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,16 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from tradingsite import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("internal/health", views.internal_health, name="internal-health"),
+    path("metrics", views.metrics, name="metrics"),
+    path("admin/", admin.site.urls),
+]

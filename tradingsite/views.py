@@ -1,0 +1,97 @@
+"""Dashboard page, health endpoints and the guarded metrics endpoint."""
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_not_required
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from django_prometheus.exports import ExportToDjangoView
+
+from feeds.models import Instrument
+from tradingsite.health import Status, worst
+from tradingsite.selectors import component_health_effective
+
+
+def dashboard(request: HttpRequest) -> HttpResponse:
+    instruments = Instrument.objects.filter(
+        feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades"
+    ).select_related("feed").distinct()
+    return render(request, "dashboard.html", {"instruments": instruments})
+
+
+@login_not_required
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("ok\n", content_type="text/plain")
+
+
+def _database_ok() -> tuple[bool, str]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True, "reachable"
+    except Exception as exc:  # any driver error means "not reachable"
+        return False, f"unreachable: {exc.__class__.__name__}"
+
+
+@login_not_required
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> HttpResponse:
+    ok, db_reason = _database_ok()
+    lines = [f"database: {'HEALTHY' if ok else 'BLOCKED'} {db_reason}"]
+    if ok:
+        for view in component_health_effective():
+            ok = ok and view.status.allows_readiness
+            lines.append(f"{view.component}: {view.status} {view.reason}")
+    body = ("ready\n" if ok else "not ready\n") + "\n".join(lines) + "\n"
+    return HttpResponse(body, status=200 if ok else 503, content_type="text/plain")
+
+
+@staff_member_required
+@require_GET
+@never_cache
+def internal_health(request: HttpRequest) -> JsonResponse:
+    db_ok, db_reason = _database_ok()
+    components = component_health_effective() if db_ok else []
+    statuses = [Status.HEALTHY if db_ok else Status.BLOCKED] + [c.status for c in components]
+    overall = worst(statuses)
+    return JsonResponse(
+        {
+            "status": overall.value,
+            "ready": overall.allows_readiness,
+            "database": {"status": "HEALTHY" if db_ok else "BLOCKED", "reason": db_reason},
+            "components": [
+                {
+                    "component": c.component,
+                    "status": c.status.value,
+                    "reason": c.reason,
+                    "process": c.process,
+                    "updated_at": c.updated_at.isoformat(),
+                    "age_s": round(c.age_s, 3),
+                }
+                for c in components
+            ],
+        }
+    )
+
+
+@login_not_required
+@require_GET
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics for a staff session or `Authorization: Bearer $METRICS_TOKEN`."""
+    header = request.headers.get("Authorization", "")
+    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(
+        header.encode(), f"Bearer {settings.METRICS_TOKEN}".encode()
+    )
+    if not (token_ok or (request.user.is_authenticated and request.user.is_staff)):
+        return HttpResponse("metrics need a staff login or the metrics bearer token\n", status=403)
+    return ExportToDjangoView(request)
