@@ -6,15 +6,11 @@ missing service fails them instead, so CI can never pass by skipping.
 """
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from typing import Awaitable, Callable, TypeVar
 
 import pytest
 from django.conf import settings
 
-T = TypeVar("T")
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
@@ -33,35 +29,3 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"REQUIRE_SERVICES=1 but {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-def eventually(check: Callable[[], T], *, timeout_s: float = 10.0, interval_s: float = 0.05) -> T:
-    """Return check()'s first truthy result, retrying until timeout_s; fail with the last error."""
-    deadline = time.monotonic() + timeout_s
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except AssertionError as exc:
-            last = exc
-        time.sleep(interval_s)
-    raise AssertionError(f"condition not met within {timeout_s}s") from last
-
-
-async def async_eventually(
-    check: Callable[[], Awaitable[T]], *, timeout_s: float = 10.0, interval_s: float = 0.05
-) -> T:
-    """Async twin of `eventually`."""
-    deadline = time.monotonic() + timeout_s
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = await check()
-            if result:
-                return result
-        except AssertionError as exc:
-            last = exc
-        await asyncio.sleep(interval_s)
-    raise AssertionError(f"condition not met within {timeout_s}s") from last

@@ -1,0 +1,40 @@
+"""Waiting helpers: poll for a condition instead of sleeping a fixed time."""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Awaitable, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], *, timeout_s: float = 10.0, interval_s: float = 0.05) -> T:
+    """Return check()'s first truthy result, retrying until timeout_s; fail with the last error."""
+    deadline = time.monotonic() + timeout_s
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except AssertionError as exc:
+            last = exc
+        time.sleep(interval_s)
+    raise AssertionError(f"condition not met within {timeout_s}s") from last
+
+
+async def async_eventually(
+    check: Callable[[], Awaitable[T]], *, timeout_s: float = 10.0, interval_s: float = 0.05
+) -> T:
+    """Async twin of `eventually`."""
+    deadline = time.monotonic() + timeout_s
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = await check()
+            if result:
+                return result
+        except AssertionError as exc:
+            last = exc
+        await asyncio.sleep(interval_s)
+    raise AssertionError(f"condition not met within {timeout_s}s") from last
