@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from feeds.models import Feed, Instrument, Subscription
+from feeds.market import fixed_to_str
+from feeds.models import Feed, Instrument, KnownHole, StreamCheckpoint, Subscription, Tick
 
 
 class InstrumentInline(admin.TabularInline):
@@ -37,3 +38,64 @@ class SubscriptionAdmin(admin.ModelAdmin):
     list_filter = ["channel", "enabled", "instrument__feed"]
     search_fields = ["instrument__symbol", "instrument__venue_symbol"]
     list_select_related = ["instrument"]
+
+
+def _ns_to_utc(ts_ns: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts_ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the runtime writes; the admin only shows them."""
+
+    def has_add_permission(self, request: object) -> bool:  # type: ignore[override]
+        return False
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:  # type: ignore[override]
+        return False
+
+
+@admin.register(Tick)
+class TickAdmin(_ReadOnlyAdmin):
+    list_display = ["instrument", "exchange_time", "price_text", "volume_text", "trade_id", "side"]
+    list_filter = ["instrument__feed"]
+    search_fields = ["instrument__symbol", "trade_id"]
+    list_select_related = ["instrument"]
+    show_full_result_count = False  # counting millions of ticks makes the page slow
+
+    @admin.display(description="exchange time", ordering="ts_event")
+    def exchange_time(self, tick: Tick) -> str:
+        return _ns_to_utc(tick.ts_event)
+
+    @admin.display(description="price")
+    def price_text(self, tick: Tick) -> str:
+        return fixed_to_str(tick.price)
+
+    @admin.display(description="volume")
+    def volume_text(self, tick: Tick) -> str:
+        return fixed_to_str(tick.volume)
+
+
+@admin.register(StreamCheckpoint)
+class StreamCheckpointAdmin(_ReadOnlyAdmin):
+    list_display = ["feed", "venue_symbol", "trade_id", "exchange_time", "updated_at"]
+    list_filter = ["feed"]
+
+    @admin.display(description="exchange time", ordering="ts_event")
+    def exchange_time(self, checkpoint: StreamCheckpoint) -> str:
+        return _ns_to_utc(checkpoint.ts_event)
+
+
+@admin.register(KnownHole)
+class KnownHoleAdmin(_ReadOnlyAdmin):
+    list_display = ["feed", "venue_symbol", "hole_start", "hole_end", "reason", "detected_at"]
+    list_filter = ["feed"]
+
+    @admin.display(description="from", ordering="start_ns")
+    def hole_start(self, hole: KnownHole) -> str:
+        return _ns_to_utc(hole.start_ns)
+
+    @admin.display(description="to", ordering="end_ns")
+    def hole_end(self, hole: KnownHole) -> str:
+        return _ns_to_utc(hole.end_ns)

@@ -99,3 +99,75 @@ class Subscription(models.Model):
             raise ValidationError(
                 {"channel": f"{self.instrument.feed.venue} serves {', '.join(sorted(channels))}"}
             )
+
+
+class Tick(models.Model):
+    """One recorded trade print, written by the recorder (COPY on PostgreSQL).
+
+    Numbers are fixed-point integers at feeds.market.SCALE (price and volume times
+    10**8): SQLite keeps only 15 significant digits of a DecimalField, and COPY of
+    integers is the fastest path on PostgreSQL. Times are integer UTC nanoseconds.
+    """
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="ticks")
+    ts_event = models.BigIntegerField(help_text="Exchange time of the trade, UTC ns.")
+    ts_recv = models.BigIntegerField(help_text="When this process received it, UTC ns.")
+    price = models.BigIntegerField(help_text="Price times 10**8.")
+    volume = models.BigIntegerField(help_text="This trade's quantity times 10**8.")
+    duration_since_last_ns = models.BigIntegerField(
+        null=True, blank=True, help_text="Exchange time since the previous trade of the instrument, ns."
+    )
+    trade_id = models.CharField(max_length=64, blank=True)
+    side = models.CharField(max_length=4, blank=True, help_text="Aggressor side: buy, sell or empty.")
+
+    class Meta:
+        indexes = [models.Index(fields=["instrument", "ts_event"], name="tick_instrument_ts")]
+
+    def __str__(self) -> str:
+        return f"{self.instrument_id}@{self.ts_event}#{self.trade_id}"
+
+
+class StreamCheckpoint(models.Model):
+    """The last recorded trade of one venue symbol on one feed: where gap recovery starts.
+
+    The consistency layer owns the live checkpoint; this row is its persisted copy,
+    written by the recorder in the same transaction as the ticks it covers, so after a
+    crash the checkpoint is never ahead of what the database holds.
+    """
+
+    feed = models.ForeignKey(Feed, on_delete=models.CASCADE, related_name="checkpoints")
+    venue_symbol = models.CharField(max_length=120)
+    trade_id = models.CharField(max_length=64, blank=True)
+    ts_event = models.BigIntegerField(help_text="Exchange time of the trade, UTC ns.")
+    price = models.BigIntegerField()
+    volume = models.BigIntegerField()
+    side = models.CharField(max_length=4, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["feed", "venue_symbol"], name="checkpoint_unique_symbol"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.feed_id}:{self.venue_symbol}#{self.trade_id}"
+
+
+class KnownHole(models.Model):
+    """A stretch of trades that could not be recovered (older than the venue's retention).
+
+    Recorded so that a gap is visible and bounded, never silently skipped.
+    """
+
+    feed = models.ForeignKey(Feed, on_delete=models.CASCADE, related_name="known_holes")
+    venue_symbol = models.CharField(max_length=120)
+    start_ns = models.BigIntegerField(help_text="Exchange time of the last trade before the hole, UTC ns.")
+    end_ns = models.BigIntegerField(help_text="Earliest time recovery could still reach, UTC ns.")
+    reason = models.CharField(max_length=200)
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-detected_at"]
+
+    def __str__(self) -> str:
+        return f"{self.feed_id}:{self.venue_symbol} hole {self.start_ns}..{self.end_ns}"

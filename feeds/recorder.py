@@ -1,0 +1,187 @@
+"""The tick recorder: a feed fan-out consumer that persists every MarketData in batches.
+
+`consume` never awaits: it converts events to rows into a bounded buffer. A flush
+task writes the buffer when it reaches `batch_size` or every `flush_interval_s`,
+through a TickWriter in a worker thread (COPY on PostgreSQL). A full buffer drops the
+batch and counts it (overflow), health says so; a failed write keeps its rows and is
+retried after `retry_delay_s`. `close()` drains what is left, so a clean shutdown
+loses nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Mapping, Sequence
+
+from feeds.market import FeedData
+from feeds.tick_writer import CheckpointRow, TickRow, TickWriter
+from tradingsite.health import HealthBoard, Status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class InstrumentKey:
+    """Where ticks of one (feed, venue symbol) go."""
+
+    instrument_id: int
+    feed_id: int
+
+
+@dataclass
+class RecorderStats:
+    recorded: int = 0  # ticks committed to the database
+    overflow: int = 0  # ticks dropped because the buffer was full
+    unknown_symbol: int = 0  # ticks of a symbol with no instrument row
+    flushes: int = 0
+    write_failures: int = 0
+
+
+@dataclass
+class _Pending:
+    rows: list[TickRow] = field(default_factory=list)
+    checkpoints: dict[tuple[int, str], CheckpointRow] = field(default_factory=dict)
+
+
+RunSync = Callable[[Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None], Sequence[TickRow], Sequence[CheckpointRow]], Awaitable[None]]
+
+
+async def _run_in_db_thread(
+    write: Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None],
+    rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+) -> None:
+    from channels.db import database_sync_to_async
+
+    await database_sync_to_async(write)(rows, checkpoints)
+
+
+class TickRecorder:
+    """Buffers ticks from the fan-out and writes them in batches."""
+
+    def __init__(
+        self,
+        writer: TickWriter,
+        instruments: Mapping[tuple[str, str], InstrumentKey],
+        *,
+        batch_size: int = 5000,
+        flush_interval_s: float = 0.5,
+        capacity: int = 200_000,
+        retry_delay_s: float = 1.0,
+        health: HealthBoard | None = None,
+        component: str = "recorder",
+        run_sync: RunSync = _run_in_db_thread,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if batch_size < 1 or capacity < batch_size:
+            raise ValueError("need 1 <= batch_size <= capacity")
+        self._writer = writer
+        self._instruments = dict(instruments)
+        self._batch_size = batch_size
+        self._flush_interval_s = flush_interval_s
+        self._capacity = capacity
+        self._retry_delay_s = retry_delay_s
+        self._health = health
+        self._component = component
+        self._run_sync = run_sync
+        self._clock = clock
+        self._current = _Pending()
+        self._sealed: deque[_Pending] = deque()  # batches waiting for (or failing) their write
+        self._buffered = 0
+        self._wake = asyncio.Event()
+        self._write_lock = asyncio.Lock()
+        self._last_overflow_log = float("-inf")
+        self.stats = RecorderStats()
+
+    @property
+    def buffered(self) -> int:
+        """Ticks accepted but not yet committed."""
+        return self._buffered
+
+    async def consume(self, batch: FeedData) -> None:
+        """Buffer `batch` without waiting (the fan-out consumer)."""
+        self.offer(batch)
+
+    def offer(self, batch: FeedData) -> None:
+        """Buffer `batch`; when the buffer cannot take all of it, drop it whole and count it."""
+        if self._buffered + len(batch.events) > self._capacity:
+            self.stats.overflow += len(batch.events)
+            self._report(Status.DEGRADED, f"buffer full: {self.stats.overflow} ticks dropped")
+            now = self._clock()
+            if now - self._last_overflow_log >= 10.0:
+                self._last_overflow_log = now
+                log.warning("recorder: buffer full (%d ticks), %d ticks dropped so far", self._buffered, self.stats.overflow)
+            return
+        rows, checkpoints = self._current.rows, self._current.checkpoints
+        feed = batch.feed
+        added = 0
+        for event in batch.events:
+            key = self._instruments.get((feed, event.symbol))
+            if key is None:
+                self.stats.unknown_symbol += 1
+                continue
+            trade_id = event.trade_id or ""
+            side = event.side.value if event.side is not None else ""
+            rows.append((
+                key.instrument_id, event.ts_event, event.ts_recv, event.price, event.volume,
+                event.duration_since_last_ns, trade_id, side,
+            ))
+            checkpoints[(key.feed_id, event.symbol)] = CheckpointRow(
+                key.feed_id, event.symbol, trade_id, event.ts_event, event.price, event.volume, side
+            )
+            added += 1
+        self._buffered += added
+        if len(rows) >= self._batch_size:
+            self._seal()
+            self._wake.set()
+
+    def _seal(self) -> None:
+        if self._current.rows:
+            self._sealed.append(self._current)
+            self._current = _Pending()
+
+    async def run(self) -> None:
+        """Flush by size or interval until cancelled."""
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._flush_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            self._seal()
+            if not await self.flush():
+                await asyncio.sleep(self._retry_delay_s)
+
+    async def flush(self) -> bool:
+        """Write every sealed batch in order; return False when a write failed (rows kept)."""
+        async with self._write_lock:
+            while self._sealed:
+                pending = self._sealed[0]
+                try:
+                    await self._run_sync(self._writer.write, pending.rows, list(pending.checkpoints.values()))
+                except Exception as exc:  # the database may come back: keep the rows, retry later
+                    self.stats.write_failures += 1
+                    self._report(Status.DEGRADED, f"write failed, retrying: {exc}")
+                    log.warning("recorder: write of %d ticks failed: %s", len(pending.rows), exc)
+                    return False
+                self._sealed.popleft()
+                self._buffered -= len(pending.rows)
+                self.stats.recorded += len(pending.rows)
+                self.stats.flushes += 1
+            if not self.stats.overflow:
+                self._report(Status.HEALTHY, "recording")
+            return True
+
+    async def close(self) -> None:
+        """Write everything buffered (shutdown path); one retry on failure, then report the loss."""
+        self._seal()
+        if not await self.flush() and not await self.flush():
+            lost = self._buffered
+            log.error("recorder: %d ticks could not be written at shutdown", lost)
+            self._report(Status.BLOCKED, f"{lost} ticks not written at shutdown")
+
+    def _report(self, status: Status, reason: str) -> None:
+        if self._health is not None:
+            self._health.set(self._component, status, reason)
