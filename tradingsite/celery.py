@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
-
-from tradingsite.schedule import beat_schedule
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
 
 app = Celery("tradingsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.beat_schedule = beat_schedule()
 app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _install_beat_schedule(sender: Celery, **kwargs: Any) -> None:
+    # Settings are readable only once configured, never at import time.
+    from tradingsite.schedule import beat_schedule
+
+    sender.conf.beat_schedule = beat_schedule()

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from tradingsite.health import Status
 from tradingsite.models import ComponentHealth
-from tradingsite.schedule import PERIODIC_JOBS
+from tradingsite.schedule import job_interval_s, job_named
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -24,7 +24,7 @@ JOB_HEALTH_PROCESS = "periodic-jobs"
 
 
 def _record_run(job_name: str, status: Status, reason: str) -> None:
-    every_s = next((j.every_s for j in PERIODIC_JOBS if j.name == job_name), 3600.0)
+    every_s = job_interval_s(job_named(job_name))
     ComponentHealth.objects.update_or_create(
         component=f"job:{job_name}",
         defaults={

@@ -137,6 +137,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = DEBUG
+if DEBUG:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request otherwise
 
 # Redis switches on every scale-out integration at once.
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -158,6 +160,9 @@ else:
     CELERY_RESULT_BACKEND = "cache+memory://"
     CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
+# Cadence overrides for tradingsite.schedule, e.g. "clear-expired-sessions=600".
+PERIODIC_JOB_INTERVALS = env.dict("PERIODIC_JOB_INTERVALS", cast={"value": float}, default={})
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -91,13 +91,14 @@ class Runtime:
         self.context._fatal = loop.create_future()
         try:
             failure = await self._start_phases()
-            if failure is None:
+            if failure is None and not self._stop.is_set():
                 self.started = True
                 log.info("runtime: started (%d startup tasks)", len(self.tasks))
                 stop_wait = asyncio.ensure_future(self._stop.wait())
                 await asyncio.wait({stop_wait, self.context._fatal}, return_when=asyncio.FIRST_COMPLETED)
                 stop_wait.cancel()
-                failure = self.context._fatal.result() if self.context._fatal.done() else None
+            if self.context._fatal.done():
+                failure = self.context._fatal.result()
         finally:
             await self._teardown()
         if failure is not None:

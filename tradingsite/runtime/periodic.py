@@ -12,7 +12,7 @@ from typing import Awaitable, Callable
 from channels.db import database_sync_to_async
 from django.utils.module_loading import import_string
 
-from tradingsite.schedule import PeriodicJob
+from tradingsite.schedule import PeriodicJob, job_interval_s
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +20,13 @@ log = logging.getLogger(__name__)
 async def run_periodic_job(
     job: PeriodicJob, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 ) -> None:
-    """Run `job` every `job.every_s` seconds until cancelled; a failing run is logged, not fatal."""
+    """Run `job` on its cadence until cancelled; a failing run is logged, not fatal."""
     task = import_string(job.task)
+    every_s = job_interval_s(job)
     while True:
-        await sleep(job.every_s)
+        await sleep(every_s)
         try:
             # The task records its own outcome as `job:<name>` health.
             await database_sync_to_async(task)()
         except Exception:
-            log.warning("jobs: %s failed; next run in %ss", job.name, job.every_s)
+            log.warning("jobs: %s failed; next run in %ss", job.name, every_s)

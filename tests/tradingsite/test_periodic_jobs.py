@@ -1,0 +1,122 @@
+"""Periodic jobs: one schedule, run in-process (embedded) or by Celery beat + worker (scale-out)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session
+from django.db import connection
+from django.utils import timezone
+
+from tests.helpers import async_eventually, eventually
+from tradingsite.celery import app as celery_app
+from tradingsite.models import ComponentHealth
+from tradingsite.runtime.periodic import run_periodic_job
+from tradingsite.schedule import PERIODIC_JOBS, PeriodicJob, beat_schedule, job_named
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_sessions() -> tuple[str, str]:
+    expired, live = SessionStore(), SessionStore()
+    expired.create()
+    live.create()
+    Session.objects.filter(session_key=expired.session_key).update(expire_date=timezone.now() - timedelta(days=1))
+    return expired.session_key, live.session_key
+
+
+def test_celery_beat_schedule_is_the_declared_table() -> None:
+    assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in PERIODIC_JOBS}
+    assert celery_app.conf.beat_schedule == beat_schedule()
+    for job in PERIODIC_JOBS:
+        assert job.task in celery_app.tasks, f"{job.task} is not a registered Celery task"
+
+
+def test_operator_can_override_a_cadence(settings) -> None:
+    settings.PERIODIC_JOB_INTERVALS = {"clear-expired-sessions": 5.0}
+    assert beat_schedule()["clear-expired-sessions"]["schedule"] == 5.0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_embedded_runner_calls_the_same_task_on_its_cadence_and_records_the_run(settings) -> None:
+    from channels.db import database_sync_to_async
+
+    settings.PERIODIC_JOB_INTERVALS = {"clear-expired-sessions": 0.05}
+    expired, live = await database_sync_to_async(make_sessions)()
+    runner = asyncio.create_task(run_periodic_job(job_named("clear-expired-sessions")))
+    try:
+        async def cleared() -> bool:
+            return not await Session.objects.filter(session_key=expired).aexists()
+
+        await async_eventually(cleared, timeout_s=10)
+    finally:
+        runner.cancel()
+    assert await Session.objects.filter(session_key=live).aexists()
+    health = await ComponentHealth.objects.aget(component="job:clear-expired-sessions")
+    assert health.status == "HEALTHY" and health.reason.startswith("last run ok")
+    assert health.stale_status == "DEGRADED" and health.stale_after_s == pytest.approx(0.1)
+
+
+@pytest.mark.django_db
+def test_a_failing_job_is_recorded_degraded_and_raises(monkeypatch) -> None:
+    from tradingsite import services, tasks
+
+    def broken(**kwargs: object) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(services, "sessions_clear_expired", broken)
+    with pytest.raises(RuntimeError):
+        tasks.clear_expired_sessions()
+    health = ComponentHealth.objects.get(component="job:clear-expired-sessions")
+    assert health.status == "DEGRADED" and "disk full" in health.reason
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.mark.needs_postgres
+@pytest.mark.needs_redis
+@pytest.mark.django_db(transaction=True)
+def test_celery_beat_and_a_real_worker_run_the_periodic_job_over_redis(tmp_path: Path) -> None:
+    expired, live = make_sessions()
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),  # the test database, so the test sees the worker's effect
+        "VAR_DIR": str(tmp_path),
+        "CELERY_QUEUE": f"test-{uuid.uuid4().hex[:8]}",  # nobody else's worker can take it
+        "PERIODIC_JOB_INTERVALS": "clear-expired-sessions=1,prune-component-health=3600",
+    }
+    common = [sys.executable, "-m", "celery", "-A", "tradingsite"]
+    worker = subprocess.Popen(
+        [*common, "worker", "--pool", "solo", "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    beat = subprocess.Popen(
+        [*common, "beat", "--loglevel", "INFO", "--max-interval", "1", "--schedule", str(tmp_path / "beat-schedule")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    outputs: list[str] = []
+    try:
+        eventually(lambda: not Session.objects.filter(session_key=expired).exists(), timeout_s=60, interval_s=0.25)
+        assert Session.objects.filter(session_key=live).exists()
+        health = eventually(lambda: ComponentHealth.objects.filter(component="job:clear-expired-sessions").first())
+        assert health.status == "HEALTHY"
+    finally:
+        for process in (beat, worker):
+            process.terminate()
+            try:
+                outputs.append(process.communicate(timeout=20)[0])
+            except subprocess.TimeoutExpired:
+                process.kill()
+                outputs.append(process.communicate()[0])
+        print("beat:", outputs[0], "worker:", outputs[1], sep="\n")
+    assert "tradingsite.tasks.clear_expired_sessions" in outputs[1], outputs[1]
