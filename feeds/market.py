@@ -7,6 +7,7 @@ Prices and quantities are exact fixed-point integers with one global scale
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
 from decimal import Decimal
 from enum import StrEnum
 
@@ -74,6 +75,62 @@ class MarketData:
     trade_id: str | None = None
     side: Side | None = None
     duration_since_last_ns: int | None = None  # set by the stream, which knows the previous tick
+    # The venue's running day total after this trade (Upstox `vtt`), fixed point. The
+    # stream's state object turns it into `volume`; venues without one leave it None.
+    cumulative_volume: int | None = None
+
+    kind: ClassVar[str] = "trade"
+
+
+@dataclass(frozen=True, slots=True)
+class MarkPrice:
+    """A mark price, with the index price and funding rate when the venue sends them."""
+
+    symbol: str  # the venue's spelling
+    mark_price: int  # fixed point
+    ts_event: int
+    ts_recv: int
+    index_price: int | None = None  # fixed point
+    funding_rate: int | None = None  # fixed point, a fraction per funding period (0.0001 = 1 bp)
+    next_funding_ns: int | None = None  # UTC ns of the next funding settlement
+
+    kind: ClassVar[str] = "mark_price"
+
+
+@dataclass(frozen=True, slots=True)
+class Ticker:
+    """A venue's periodic summary: last price, best quotes and the day's volume when given."""
+
+    symbol: str  # the venue's spelling
+    last_price: int  # fixed point
+    ts_event: int
+    ts_recv: int
+    best_bid: int | None = None  # fixed point
+    best_ask: int | None = None  # fixed point
+    volume_24h: int | None = None  # fixed point, venue units
+
+    kind: ClassVar[str] = "ticker"
+
+
+@dataclass(frozen=True, slots=True)
+class BookTicker:
+    """The best bid and ask with their sizes."""
+
+    symbol: str  # the venue's spelling
+    bid_price: int  # fixed point
+    bid_size: int  # fixed point
+    ask_price: int  # fixed point
+    ask_size: int  # fixed point
+    ts_event: int
+    ts_recv: int
+    sequence: int | None = None  # the venue's book update id, when it sends one
+
+    kind: ClassVar[str] = "book_ticker"
+
+
+# Every event a venue adapter can produce. Consumers that only want trades filter with
+# `isinstance(event, MarketData)`.
+MarketEvent: TypeAlias = MarketData | MarkPrice | Ticker | BookTicker
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,4 +138,4 @@ class FeedData:
     """One batch of events from one feed, in arrival order."""
 
     feed: str
-    events: tuple[MarketData, ...]
+    events: tuple[MarketEvent, ...]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from channels.layers import BaseChannelLayer
 
-from feeds.market import FeedData, fixed_to_str
+from feeds.market import FeedData, MarketData, fixed_to_str
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class PricePublisher:
     async def consume(self, batch: FeedData) -> None:
         """Fold one feed batch into the latest values (no I/O)."""
         for event in batch.events:
+            if not isinstance(event, MarketData):
+                continue  # the dashboard shows trade prices; mark prices and quotes are not folded
             key = (batch.feed, event.symbol)
             latest = self._latest.get(key)
             if latest is None:

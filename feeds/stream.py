@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Callable
 
 from feeds.fanout import FeedFanout
-from feeds.market import FeedData, MarketData
+from feeds.market import FeedData, MarketData, MarketEvent
 from feeds.metrics import FRAMES_MALFORMED, TICKS_RECEIVED
 from feeds.venues.base import FeedSpec, ParseError, Venue
 from tradingsite.health import HealthBoard, Status
@@ -31,6 +31,7 @@ class FeedStream:
         self._health = health
         self._clock_ns = clock_ns
         self._last_ts: dict[str, int] = {}
+        self._venue_state = venue.new_stream_state()
         self.malformed: Counter[str] = Counter()
         self.component = f"feed:{feed.name}"
 
@@ -46,9 +47,9 @@ class FeedStream:
             if self._health.get(self.component).status is not Status.HEALTHY:  # type: ignore[union-attr]
                 self._health.set(self.component, Status.HEALTHY, "streaming")
 
-    def parse_batch(self, frames: list[bytes]) -> list[MarketData]:
+    def parse_batch(self, frames: list[bytes]) -> list[MarketEvent]:
         received_ns = self._clock_ns()
-        events: list[MarketData] = []
+        events: list[MarketEvent] = []
         for frame in frames:
             try:
                 parsed = self.venue.parse(frame, received_ns)
@@ -57,10 +58,13 @@ class FeedStream:
                 FRAMES_MALFORMED.labels(self.venue.name, exc.reason).inc()
                 log.debug("feed %s: skipped malformed frame: %s", self.feed.name, exc)
                 continue
-            for event in parsed:
-                previous = self._last_ts.get(event.symbol)
-                self._last_ts[event.symbol] = event.ts_event
-                if previous is not None:
-                    event = dataclasses.replace(event, duration_since_last_ns=event.ts_event - previous)
+            for event in self._venue_state.apply(parsed):
+                # Only trades have a previous tick; mark prices and quotes pass through.
+                if isinstance(event, MarketData):
+                    previous = self._last_ts.get(event.symbol)
+                    self._last_ts[event.symbol] = event.ts_event
+                    # The venue state may have set it already (0 at an Upstox day boundary).
+                    if previous is not None and event.duration_since_last_ns is None:
+                        event = dataclasses.replace(event, duration_since_last_ns=event.ts_event - previous)
                 events.append(event)
         return events

@@ -3,13 +3,20 @@
 An adapter declares its venue (settings it accepts, channels it serves), opens a frame
 source for a set of symbols, and parses frames with a pure function: no I/O, no state,
 so a recorded frame always yields the same events.
+
+Exchange venues also describe how to reach them (`ExchangeVenue`): the websocket
+endpoints and subscribe messages for a set of symbols, the keep-alive rules, and REST
+helpers for instrument metadata and historical trades. The transport that dials and
+keeps sockets alive lives with the stream runtime; nothing here opens a connection.
+Per-stream venue state (Upstox's previous `vtt`) lives in a `StreamState` the stream
+owns, so `parse` stays pure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Mapping, Protocol, Sequence
+from typing import AsyncIterator, Callable, Collection, Mapping, Protocol, Sequence, Union
 
-from feeds.market import MarketData
+from feeds.market import MarketData, MarketEvent
 
 
 class ParseError(ValueError):
@@ -57,6 +64,170 @@ class Venue(Protocol):
         """Return a frame source for `feed`; nothing connects until it is iterated."""
         ...
 
-    def parse(self, frame: bytes, received_ns: int) -> list[MarketData]:
+    def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
         """Return the events in `frame`; raise ParseError for a malformed frame."""
         ...
+
+    def new_stream_state(self) -> StreamState:
+        """Return fresh per-stream state; one per stream (and per replayed recording)."""
+        ...
+
+
+class StreamState(Protocol):
+    """Venue state carried across the frames of one stream, owned by that stream."""
+
+    def apply(self, events: list[MarketEvent]) -> list[MarketEvent]:
+        """Return `events` completed with what earlier frames said (may drop repeats)."""
+        ...
+
+
+class StatelessStream:
+    """The state of a venue whose frames stand alone: events pass through unchanged."""
+
+    def apply(self, events: list[MarketEvent]) -> list[MarketEvent]:
+        return events
+
+
+# A websocket message: `str` goes as a text frame, `bytes` as a binary frame (Upstox
+# wants its JSON subscribe requests as binary frames).
+WireMessage = Union[str, bytes]
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """How a venue keeps a connection alive, and how long one may live.
+
+    `client_ping_interval_s` None means the venue pings and the websocket library's
+    automatic pong suffices; otherwise the client sends `ExchangeVenue.ping_message`
+    at that interval. `max_connection_age_s` is when the venue cuts a connection, so the
+    transport redials before it.
+    """
+
+    server_ping_interval_s: float | None
+    client_ping_interval_s: float | None
+    pong_timeout_s: float
+    max_connection_age_s: float | None
+    max_incoming_messages_per_s: float | None = None
+    max_streams_per_connection: int | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One websocket connection to dial: its URL, headers and the messages that subscribe it."""
+
+    url: str
+    subscribe: tuple[WireMessage, ...]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # Streams served by this connection, as the venue names them (for logs and health).
+    streams: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """A REST call described as data, so building it is pure and testable."""
+
+    method: str
+    url: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class InstrumentMeta:
+    """One instrument as the venue's metadata describes it; numbers as exact decimal strings."""
+
+    venue_symbol: str
+    tick_size: str
+    lot_size: str
+    contract_multiplier: str = "1"
+    min_quantity: str | None = None
+    status: str = "trading"  # the venue's own status word, lower case
+
+
+class TokenProvider(Protocol):
+    """Returns the current access token for a venue that needs one (Upstox)."""
+
+    async def __call__(self) -> str: ...
+
+
+class ExchangeVenue(Venue, Protocol):
+    """A real exchange: endpoints, keep-alive and REST helpers besides the pure parse."""
+
+    keep_alive: KeepAlive
+    ws_base_url: str  # default; feed setting `ws_url` overrides it
+    rest_base_url: str  # default; feed setting `rest_url` overrides it
+
+    async def endpoints(
+        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+    ) -> list[Endpoint]:
+        """Return the connections to dial for `symbols` x `channels`.
+
+        Venues that must call REST before dialling (KuCoin's bullet token, Upstox's
+        single-use authorized URL) do so here; call it again for every dial.
+        """
+        ...
+
+    def ping_message(self, counter: int) -> WireMessage | None:
+        """Return the client ping to send (None when the venue pings the client)."""
+        ...
+
+    def instruments_request(self, settings: Mapping[str, object]) -> HttpRequest:
+        """Return the REST request for the venue's instrument metadata."""
+        ...
+
+    def parse_instruments(self, body: bytes) -> list[InstrumentMeta]:
+        """Return the instruments in an instruments response; raise ParseError if malformed."""
+        ...
+
+
+@dataclass(frozen=True)
+class TradeQuery:
+    """A page of historical trades for gap recovery.
+
+    `after_id` is exclusive (trades with a higher id); the time bounds are inclusive UTC
+    milliseconds. A venue that cannot combine them raises ValueError when building.
+    """
+
+    symbol: str
+    after_id: int | None = None
+    start_ms: int | None = None
+    end_ms: int | None = None
+    limit: int | None = None
+
+
+class TradeHistoryVenue(ExchangeVenue, Protocol):
+    """An exchange whose REST API serves recent trades, used to fill stream gaps."""
+
+    history_retention_s: float  # older trades are gone from REST: record a known hole
+    max_window_ms: int | None  # a time window must be shorter than this (None: no time windows)
+    max_page_size: int
+
+    def trades_request(self, query: TradeQuery, settings: Mapping[str, object]) -> HttpRequest:
+        """Return the REST request for one page of trades."""
+        ...
+
+    def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
+        """Return the trades of one page, oldest first; raise ParseError if malformed."""
+        ...
+
+
+# The websocket transport belongs to the stream runtime, which registers its factory
+# here; exchange venues' `open()` goes through it, so the adapters never import the
+# runtime and the dependency points one way.
+TransportFactory = Callable[[ExchangeVenue, FeedSpec], FrameSource]
+_transport_factory: list[TransportFactory] = []
+
+
+def register_websocket_transport(factory: TransportFactory) -> None:
+    """Make `factory` the transport that exchange venues' `open()` returns (last one wins)."""
+    _transport_factory[:] = [factory]
+
+
+def open_exchange_stream(venue: ExchangeVenue, feed: FeedSpec) -> FrameSource:
+    """Return the registered transport's frame source for an exchange venue's feed."""
+    if not _transport_factory:
+        raise LookupError(
+            f"feed {feed.name}: no websocket transport registered for exchange venue {venue.name}"
+        )
+    return _transport_factory[0](venue, feed)

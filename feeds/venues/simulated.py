@@ -18,7 +18,7 @@ import orjson
 from django.core.exceptions import ValidationError
 
 from feeds.market import FixedPointError, MarketData, Side, parse_fixed
-from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError
+from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError, StatelessStream
 
 NAME = "simulated"
 CHANNELS = frozenset({"trades"})
@@ -142,6 +142,9 @@ class SimulatedVenue:
             start_prices=settings["start_prices"],  # type: ignore[arg-type]
         )
         return SimulatedSource(market, settings["interval_ms"])  # type: ignore[arg-type]
+
+    def new_stream_state(self) -> StatelessStream:
+        return StatelessStream()
 
     def parse(self, frame: bytes, received_ns: int) -> list[MarketData]:
         try:

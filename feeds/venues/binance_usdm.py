@@ -1,0 +1,400 @@
+"""Binance USD-M futures: combined market streams, exchangeInfo, aggTrades REST.
+
+Streams are routed by path since 2026: `/market` carries aggTrade and markPrice,
+`/public` carries bookTicker. A connection on the legacy `/ws` or `/stream` path only
+receives `/public` streams, so aggTrade there delivers nothing, silently. Each path gets
+its own connection, in combined mode, where every event arrives wrapped:
+
+    {"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1732924800125,"s":"BTCUSDT",
+     "a":2435013397,"p":"96712.40","q":"0.015","f":5608221870,"l":5608221871,
+     "T":1732924800123,"m":true}}
+
+`m` is "the buyer is the market maker", so `m=true` means the seller was the aggressor.
+A connection lives 24 h; the server pings every 3 minutes and drops a client that has
+not answered within 10 minutes; at most 10 incoming messages per second and 1024
+streams per connection. aggTrades REST only reaches back 24 hours, and a window with
+both startTime and endTime must be shorter than one hour.
+"""
+from __future__ import annotations
+
+from typing import Collection, Mapping, Sequence, Union
+
+import msgspec
+
+from feeds.market import BookTicker, FixedPointError, MarketData, MarketEvent, MarkPrice, Side
+from feeds.venues.base import (
+    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError, StatelessStream,
+    StreamState, TradeQuery, WireMessage, open_exchange_stream,
+)
+from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.numbers import fixed, fixed_positive
+from feeds.venues.settings import base_url, clean_exchange_settings
+
+NAME = "binance-usdm"
+WS_BASE_URL = "wss://fstream.binance.com"
+REST_BASE_URL = "https://fapi.binance.com"
+CHANNELS = frozenset({"trades", "mark_price", "book_ticker"})
+DEFAULTS: dict[str, object] = {
+    "ws_url": WS_BASE_URL,
+    "rest_url": REST_BASE_URL,
+    # `@markPrice@1s` instead of the 3 s default stream.
+    "mark_price_1s": True,
+}
+# Which routed path serves which channel, and the stream name for a lower-case symbol.
+_CHANNEL_PATH = {"trades": "/market", "mark_price": "/market", "book_ticker": "/public"}
+KEEP_ALIVE = KeepAlive(
+    server_ping_interval_s=180.0,
+    client_ping_interval_s=None,  # the library answers the server's pings
+    pong_timeout_s=600.0,
+    max_connection_age_s=24 * 3600.0,
+    max_incoming_messages_per_s=10.0,
+    max_streams_per_connection=1024,
+)
+# Streams per SUBSCRIBE message: one message subscribes many, and the venue allows only
+# 10 incoming messages per second, so a full connection needs a handful of messages.
+SUBSCRIBE_BATCH = 200
+HISTORY_RETENTION_S = 24 * 3600.0
+MAX_WINDOW_MS = 3_600_000  # end - start must be below this
+MAX_PAGE_SIZE = 1000
+AGG_TRADES_PATH = "/fapi/v1/aggTrades"
+EXCHANGE_INFO_PATH = "/fapi/v1/exchangeInfo"
+
+
+# --- wire messages, with the venue's own field names ------------------------------------
+
+class AggTrade(msgspec.Struct, tag_field="e", tag="aggTrade", frozen=True):
+    E: int  # event time, ms
+    s: str  # symbol
+    a: int  # aggregate trade id
+    p: str  # price
+    q: str  # quantity (incl. RPI orders); `nq` excludes them and is ignored here
+    T: int  # trade time, ms
+    m: bool  # buyer is the market maker: the seller was the aggressor
+
+
+class MarkPriceUpdate(msgspec.Struct, tag_field="e", tag="markPriceUpdate", frozen=True):
+    E: int  # event time, ms
+    s: str  # symbol
+    p: str  # mark price
+    i: str = ""  # index price
+    r: str = ""  # funding rate; empty for delivery contracts
+    T: int = 0  # next funding time, ms; 0 when there is none
+
+
+class BookTickerEvent(msgspec.Struct, tag_field="e", tag="bookTicker", frozen=True):
+    u: int  # order book update id
+    T: int  # transaction time, ms
+    s: str  # symbol
+    b: str  # best bid price
+    B: str  # best bid quantity
+    a: str  # best ask price
+    A: str  # best ask quantity
+
+
+Payload = Union[AggTrade, MarkPriceUpdate, BookTickerEvent, list[MarkPriceUpdate]]
+
+
+class Combined(msgspec.Struct, frozen=True):
+    stream: str  # stream name, such as "btcusdt@aggTrade"
+    data: Payload
+
+
+class Reply(msgspec.Struct, frozen=True):
+    """A reply to SUBSCRIBE and friends, or an error: {"result":null,"id":1}, {"code":2,"msg":..}."""
+
+    id: int | None = None
+    result: object = None
+    code: int | None = None
+    msg: str | None = None
+
+
+class RestAggTrade(msgspec.Struct, frozen=True):
+    a: int  # aggregate trade id
+    p: str  # price
+    q: str  # quantity
+    T: int  # trade time, ms
+    m: bool  # buyer is the market maker
+
+
+class SymbolFilter(msgspec.Struct, frozen=True):
+    filterType: str
+    tickSize: str | None = None  # PRICE_FILTER
+    stepSize: str | None = None  # LOT_SIZE
+    minQty: str | None = None  # LOT_SIZE
+
+
+class SymbolInfo(msgspec.Struct, frozen=True):
+    symbol: str
+    status: str
+    filters: list[SymbolFilter]
+    contractType: str = ""
+
+
+class ExchangeInfo(msgspec.Struct, frozen=True):
+    symbols: list[SymbolInfo]
+
+
+_decode_combined = msgspec.json.Decoder(Combined).decode
+_decode_raw = msgspec.json.Decoder(Payload).decode  # type: ignore[arg-type]
+_decode_reply = msgspec.json.Decoder(Reply).decode
+_decode_rest_trades = msgspec.json.Decoder(list[RestAggTrade]).decode
+_decode_exchange_info = msgspec.json.Decoder(ExchangeInfo).decode
+
+
+# --- pure parse -------------------------------------------------------------------------
+
+def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
+    """Return the events in one websocket frame (combined or raw); no I/O, no state."""
+    try:
+        try:
+            payload = _decode_combined(frame).data
+        except msgspec.ValidationError:
+            payload = _decode_raw_or_reply(frame)
+            if payload is None:
+                return []
+        return _events(payload, received_ns)
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+def _decode_raw_or_reply(frame: bytes) -> Payload | None:
+    """Decode a raw-mode payload, or return None for a subscription reply."""
+    try:
+        return _decode_raw(frame)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as payload_error:
+        try:
+            reply = _decode_reply(frame)
+        except msgspec.ValidationError:
+            raise payload_error from None
+        if reply.code is not None:
+            raise ParseError("venue_error", f"code {reply.code}: {reply.msg}") from None
+        if reply.id is None:
+            raise payload_error from None
+        return None
+
+
+def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
+    if isinstance(payload, AggTrade):
+        return [MarketData(
+            symbol=payload.s,
+            price=fixed_positive(payload.p),
+            volume=fixed_positive(payload.q),
+            ts_event=payload.T * 1_000_000,
+            ts_recv=received_ns,
+            trade_id=str(payload.a),
+            side=Side.SELL if payload.m else Side.BUY,
+        )]
+    if isinstance(payload, BookTickerEvent):
+        return [_book_ticker(payload, received_ns)]
+    if isinstance(payload, MarkPriceUpdate):
+        return [_mark_price(payload, received_ns)]
+    return [_mark_price(update, received_ns) for update in payload]  # !markPrice@arr
+
+
+def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
+    return MarkPrice(
+        symbol=update.s,
+        mark_price=fixed_positive(update.p),
+        ts_event=update.E * 1_000_000,
+        ts_recv=received_ns,
+        index_price=fixed_positive(update.i) if update.i else None,
+        # An empty rate means "no funding" (delivery contracts): absent, never zero.
+        funding_rate=fixed(update.r) if update.r else None,
+        next_funding_ns=update.T * 1_000_000 if update.T else None,
+    )
+
+
+def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
+    bid_size, ask_size = fixed(book.B), fixed(book.A)
+    if bid_size < 0 or ask_size < 0:
+        raise FixedPointError("negative book size")
+    return BookTicker(
+        symbol=book.s,
+        bid_price=fixed_positive(book.b),
+        bid_size=bid_size,
+        ask_price=fixed_positive(book.a),
+        ask_size=ask_size,
+        ts_event=book.T * 1_000_000,
+        ts_recv=received_ns,
+        sequence=book.u,
+    )
+
+
+# --- endpoints and subscriptions --------------------------------------------------------
+
+def stream_name(symbol: str, channel: str, *, mark_price_1s: bool = True) -> str:
+    """Return the venue's stream name for a symbol and one of CHANNELS."""
+    lower = symbol.lower()
+    if channel == "trades":
+        return f"{lower}@aggTrade"
+    if channel == "mark_price":
+        return f"{lower}@markPrice@1s" if mark_price_1s else f"{lower}@markPrice"
+    if channel == "book_ticker":
+        return f"{lower}@bookTicker"
+    raise ValueError(f"{NAME} has no channel {channel!r}; known: {sorted(CHANNELS)}")
+
+
+def subscribe_messages(streams: Sequence[str], *, first_id: int = 1) -> list[str]:
+    """Return SUBSCRIBE requests for `streams`, SUBSCRIBE_BATCH streams per message."""
+    return [
+        msgspec.json.encode({
+            "method": "SUBSCRIBE", "params": list(streams[start:start + SUBSCRIBE_BATCH]),
+            "id": first_id + number,
+        }).decode()
+        for number, start in enumerate(range(0, len(streams), SUBSCRIBE_BATCH))
+    ]
+
+
+def stream_endpoints(
+    symbols: Sequence[str], channels: Collection[str], *, ws_url: str = WS_BASE_URL,
+    mark_price_1s: bool = True,
+) -> list[Endpoint]:
+    """Return one combined-stream connection per routed path (and per 1024 streams)."""
+    by_path: dict[str, list[str]] = {}
+    for channel in sorted(channels):
+        if channel not in CHANNELS:
+            raise ValueError(f"{NAME} has no channel {channel!r}; known: {sorted(CHANNELS)}")
+        by_path.setdefault(_CHANNEL_PATH[channel], []).extend(
+            stream_name(symbol, channel, mark_price_1s=mark_price_1s) for symbol in symbols
+        )
+    limit = KEEP_ALIVE.max_streams_per_connection or len(symbols) * len(CHANNELS)
+    endpoints = []
+    for path, streams in sorted(by_path.items()):
+        for start in range(0, len(streams), limit):
+            chunk = streams[start:start + limit]
+            endpoints.append(Endpoint(
+                url=f"{ws_url.rstrip('/')}{path}/stream",
+                subscribe=tuple(subscribe_messages(chunk)),
+                streams=tuple(chunk),
+            ))
+    return endpoints
+
+
+# --- REST -------------------------------------------------------------------------------
+
+def agg_trades_request(query: TradeQuery, *, rest_url: str = REST_BASE_URL) -> HttpRequest:
+    """Return GET /fapi/v1/aggTrades for one page.
+
+    Page by id (`after_id`) or by a time window, never both: the venue warns that the
+    combination may time out. A window must be shorter than one hour.
+    """
+    params = {"symbol": query.symbol.upper()}
+    if query.after_id is not None:
+        if query.start_ms is not None or query.end_ms is not None:
+            raise ValueError("page aggTrades by id or by time, not both")
+        params["fromId"] = str(query.after_id + 1)  # fromId is inclusive
+    if query.start_ms is not None:
+        params["startTime"] = str(query.start_ms)
+    if query.end_ms is not None:
+        params["endTime"] = str(query.end_ms)
+    if query.start_ms is not None and query.end_ms is not None:
+        if not 0 <= query.end_ms - query.start_ms < MAX_WINDOW_MS:
+            raise ValueError(f"aggTrades window must satisfy 0 <= end - start < {MAX_WINDOW_MS} ms")
+    if query.limit is not None:
+        if not 1 <= query.limit <= MAX_PAGE_SIZE:
+            raise ValueError(f"limit must be 1..{MAX_PAGE_SIZE}")
+        params["limit"] = str(query.limit)
+    return HttpRequest("GET", f"{rest_url.rstrip('/')}{AGG_TRADES_PATH}", params)
+
+
+def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
+    """Return the trades of an aggTrades response (`[{a,p,q,f,l,T,m}]`, oldest first)."""
+    try:
+        rows = _decode_rest_trades(body)
+        return [
+            MarketData(
+                symbol=symbol.upper(),
+                price=fixed_positive(row.p),
+                volume=fixed_positive(row.q),
+                ts_event=row.T * 1_000_000,
+                ts_recv=received_ns,
+                trade_id=str(row.a),
+                side=Side.SELL if row.m else Side.BUY,
+            )
+            for row in rows
+        ]
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+def exchange_info_request(*, rest_url: str = REST_BASE_URL) -> HttpRequest:
+    return HttpRequest("GET", f"{rest_url.rstrip('/')}{EXCHANGE_INFO_PATH}")
+
+
+def parse_exchange_info(body: bytes) -> list[InstrumentMeta]:
+    """Return every symbol's tick size (PRICE_FILTER) and step size (LOT_SIZE).
+
+    `pricePrecision` and `quantityPrecision` are not tick and step sizes (the venue
+    says so), so only the filters count.
+    """
+    try:
+        info = _decode_exchange_info(body)
+        instruments = []
+        for symbol in info.symbols:
+            filters = {item.filterType: item for item in symbol.filters}
+            price_filter, lot_filter = filters.get("PRICE_FILTER"), filters.get("LOT_SIZE")
+            if price_filter is None or lot_filter is None or not price_filter.tickSize or not lot_filter.stepSize:
+                raise ParseError("schema", f"{symbol.symbol} lacks PRICE_FILTER.tickSize or LOT_SIZE.stepSize")
+            fixed_positive(price_filter.tickSize)
+            fixed_positive(lot_filter.stepSize)
+            instruments.append(InstrumentMeta(
+                venue_symbol=symbol.symbol,
+                tick_size=price_filter.tickSize,
+                lot_size=lot_filter.stepSize,
+                min_quantity=lot_filter.minQty,
+                status=symbol.status.lower(),
+            ))
+        return instruments
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+# --- the venue --------------------------------------------------------------------------
+
+class BinanceUsdmVenue:
+    name = NAME
+    channels = CHANNELS
+    keep_alive = KEEP_ALIVE
+    ws_base_url = WS_BASE_URL
+    rest_base_url = REST_BASE_URL
+    history_retention_s = HISTORY_RETENTION_S
+    max_window_ms: int | None = MAX_WINDOW_MS
+    max_page_size = MAX_PAGE_SIZE
+
+    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
+        return clean_exchange_settings(NAME, settings, DEFAULTS)
+
+    def open(self, feed: FeedSpec) -> FrameSource:
+        return open_exchange_stream(self, feed)
+
+    def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
+        return parse(frame, received_ns)
+
+    def new_stream_state(self) -> StreamState:
+        return StatelessStream()
+
+    async def endpoints(
+        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+    ) -> list[Endpoint]:
+        return stream_endpoints(
+            symbols, channels, ws_url=base_url(settings, "ws_url", WS_BASE_URL),
+            mark_price_1s=bool(settings.get("mark_price_1s", True)),
+        )
+
+    def ping_message(self, counter: int) -> WireMessage | None:
+        return None
+
+    def instruments_request(self, settings: Mapping[str, object]) -> HttpRequest:
+        return exchange_info_request(rest_url=base_url(settings, "rest_url", REST_BASE_URL))
+
+    def parse_instruments(self, body: bytes) -> list[InstrumentMeta]:
+        return parse_exchange_info(body)
+
+    def trades_request(self, query: TradeQuery, settings: Mapping[str, object]) -> HttpRequest:
+        return agg_trades_request(query, rest_url=base_url(settings, "rest_url", REST_BASE_URL))
+
+    def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
+        return parse_agg_trades(body, symbol, received_ns)
+
+
+VENUE = BinanceUsdmVenue()

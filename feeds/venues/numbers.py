@@ -1,0 +1,99 @@
+"""Exact number and time conversions shared by the venue parsers.
+
+Venues send prices as decimal strings ("64012.5"), as JSON numbers (bitFlyer's
+13633748.0, KuCoin's 0.001) or as ISO times with up to 9 fractional digits. Every
+conversion here is exact or raises FixedPointError: nothing goes through float.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import lru_cache
+
+from feeds.market import SCALE, SCALE_DIGITS, FixedPointError, parse_fixed
+
+# The largest magnitude accepted, in whole units. It keeps a fixed-point value inside a
+# signed 64-bit integer (9.2e18 / 1e8) and stops a hostile "1e999999999" from making a
+# huge integer.
+_MAX_WHOLE_DIGITS = 10
+_MAX_TEXT = 40
+_NANOS_PER_DAY = 86_400 * 1_000_000_000
+
+
+def fixed(text: str) -> int:
+    """Return a venue's decimal string as fixed point (see `feeds.market.parse_fixed`)."""
+    if len(text) > _MAX_TEXT:
+        raise FixedPointError(f"number too long: {text[:_MAX_TEXT]!r}...")
+    return parse_fixed(text)
+
+
+def fixed_positive(text: str) -> int:
+    """Return a price or size that must be above zero."""
+    value = fixed(text)
+    if value <= 0:
+        raise FixedPointError(f"not positive: {text!r}")
+    return value
+
+
+def decimal_to_fixed(value: Decimal) -> int:
+    """Return an exactly decoded JSON number (msgspec Decimal) as fixed point."""
+    if not value.is_finite():
+        raise FixedPointError(f"not a finite number: {value}")
+    if value and value.adjusted() >= _MAX_WHOLE_DIGITS:
+        raise FixedPointError(f"out of range: {value}")
+    if value.as_tuple().exponent < -SCALE_DIGITS:  # type: ignore[operator]
+        quantized = value.quantize(Decimal(1).scaleb(-SCALE_DIGITS))
+        if quantized != value:
+            raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {value}")
+        value = quantized
+    return int(value.scaleb(SCALE_DIGITS))
+
+
+def decimal_to_fixed_positive(value: Decimal) -> int:
+    result = decimal_to_fixed(value)
+    if result <= 0:
+        raise FixedPointError(f"not positive: {value}")
+    return result
+
+
+@lru_cache(maxsize=64)
+def _epoch_day_ns(date_text: str) -> int:
+    # Days from the civil date (Howard Hinnant's algorithm), cached: a stream sees one
+    # or two dates a day, so parsing a timestamp is mostly the time-of-day part.
+    if len(date_text) != 10 or date_text[4] != "-" or date_text[7] != "-":
+        raise ValueError(f"not a date: {date_text!r}")
+    year, month, day = int(date_text[:4]), int(date_text[5:7]), int(date_text[8:10])
+    if not (1970 <= year <= 9999 and 1 <= month <= 12 and 1 <= day <= 31):
+        raise ValueError(f"date out of range: {date_text!r}")
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return (era * 146097 + doe - 719468) * _NANOS_PER_DAY
+
+
+def iso_utc_to_ns(text: str) -> int:
+    """Return "2026-09-23T10:44:33.5470000Z" (Z optional, up to 9 fraction digits) as UTC ns."""
+    if text.endswith("Z"):
+        text = text[:-1]
+    if len(text) < 19 or text[10] != "T" or text[13] != ":" or text[16] != ":":
+        raise ValueError(f"not an ISO UTC time: {text!r}")
+    clock = text[11:19]
+    hours, minutes, seconds = int(clock[0:2]), int(clock[3:5]), int(clock[6:8])
+    if hours > 23 or minutes > 59 or seconds > 60:
+        raise ValueError(f"time out of range: {text!r}")
+    nanos = 0
+    if len(text) > 19:
+        fraction = text[20:]
+        if text[19] != "." or not fraction.isdigit() or len(fraction) > 9 or not fraction.isascii():
+            raise ValueError(f"bad fraction of a second: {text!r}")
+        nanos = int(fraction.ljust(9, "0"))
+    return _epoch_day_ns(text[:10]) + ((hours * 60 + minutes) * 60 + seconds) * 1_000_000_000 + nanos
+
+
+def fixed_units(value: int) -> int:
+    """Return a fixed-point value that must be a whole number as that integer."""
+    whole, rest = divmod(value, SCALE)
+    if rest:
+        raise FixedPointError(f"not a whole number: {value}")
+    return whole
