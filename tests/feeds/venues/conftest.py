@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+import pytest
+
+from tests.feeds.venues.fake_http import FakeVenueHttp, running_fake_http
+
+
+@pytest.fixture
+async def fake_http() -> AsyncIterator[FakeVenueHttp]:
+    async for fake in running_fake_http():
+        yield fake
