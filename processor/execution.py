@@ -1,0 +1,163 @@
+"""StrategyExecution: one strategy on one instrument.
+
+Constructed stopped. Its subscriber (the executor's bridge) attaches first, then
+`start()` backfills from recorded ticks and folds live ticks from the instrument
+mailbox, emitting one output per accepted tick and the signals the strategy derives.
+Nothing is emitted before a subscriber is attached, so nothing is lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from feeds.market import MarketData
+from processor.history import HistoricalTickProvider
+from processor.mailbox import Mailbox, MailboxClosed
+from processor.outputs import OutputBatch, StrategyOutput, output_id
+from processor.routing import InstrumentKey, StrategySpec
+from processor.signals import Signal
+from processor.strategies.base import SignalRow, StrategyLogic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExecutionSubscriber:
+    outputs: Callable[[OutputBatch], None]
+    signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
+    position_changed: Callable[["StrategyExecution"], None]
+    failed: Callable[["StrategyExecution", BaseException], None]
+
+
+class StrategyExecution:
+    def __init__(
+        self, *, spec: StrategySpec, instrument: InstrumentKey, logic: StrategyLogic,
+        mailbox: Mailbox[Sequence[MarketData]], history: HistoricalTickProvider, backfill_window_ns: int,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.spec = spec
+        self.instrument = instrument
+        self.logic = logic
+        self.mailbox = mailbox
+        self._history = history
+        self._backfill_window_ns = backfill_window_ns
+        self._clock_ns = clock_ns
+        self.execution_id = uuid.uuid4().hex[:16]
+        self._subscriber: ExecutionSubscriber | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._next_seq = 0
+        self.backfilled_ticks = 0
+        # Live ticks already covered by backfill: older than the boundary, or at it with a known trade id.
+        self._boundary_ns: int | None = None
+        self._boundary_trade_ids: frozenset[str | None] = frozenset()
+        self.skipped_backfilled = 0
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
+
+    @property
+    def has_open_position(self) -> bool:
+        return self.logic.has_open_position
+
+    def subscribe(self, subscriber: ExecutionSubscriber) -> None:
+        if self._task is not None:
+            raise RuntimeError("subscribe before start: emissions would be lost")
+        self._subscriber = subscriber
+
+    def unsubscribe(self) -> None:
+        self._subscriber = None
+
+    def start(self) -> None:
+        if self._subscriber is None:
+            raise RuntimeError("start without a subscriber: emissions would be lost")
+        if self._task is not None:
+            raise RuntimeError("execution already started")
+        feed, symbol = self.instrument
+        self._task = asyncio.create_task(self._run(), name=f"execution:{self.spec.name}:{feed}:{symbol}")
+
+    def cancel(self) -> None:
+        self.mailbox.close()
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        try:
+            await self._backfill()
+            while True:
+                try:
+                    chunks = await self.mailbox.take()
+                except MailboxClosed:
+                    return
+                self.fold(chunks)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a strategy bug or a failing subscriber degrades this route only
+            log.exception("processor %s: execution on %s failed", self.spec.name, self.instrument)
+            subscriber = self._subscriber
+            if subscriber is not None:
+                subscriber.failed(self, exc)
+
+    async def _backfill(self) -> None:
+        end_ns = self._clock_ns()
+        feed, symbol = self.instrument
+        ticks = await self._history.ticks(feed, symbol, end_ns - self._backfill_window_ns, end_ns)
+        if not ticks:
+            return
+        self.logic.warm(ticks)
+        self.backfilled_ticks = len(ticks)
+        last = ticks[-1].ts_event
+        self._boundary_ns = last
+        self._boundary_trade_ids = frozenset(t.trade_id for t in ticks if t.ts_event == last)
+
+    def _drop_backfilled(self, chunk: Sequence[MarketData]) -> Sequence[MarketData]:
+        boundary = self._boundary_ns
+        assert boundary is not None
+        kept = [
+            t for t in chunk
+            if t.ts_event > boundary
+            or (t.ts_event == boundary and t.trade_id is not None and t.trade_id not in self._boundary_trade_ids)
+        ]
+        self.skipped_backfilled += len(chunk) - len(kept)
+        if kept and kept[-1].ts_event > boundary:
+            self._boundary_ns = None  # past the recorded history: no more overlap possible
+        return kept
+
+    def fold(self, chunks: Sequence[Sequence[MarketData]]) -> None:
+        """Fold queued chunks as one batch and emit their outputs and signals."""
+        rows: list[tuple] = []
+        signal_rows: list[SignalRow] = []
+        logic = self.logic
+        was_open = logic.has_open_position
+        for chunk in chunks:
+            if self._boundary_ns is not None:
+                chunk = self._drop_backfilled(chunk)
+            logic.fold(chunk, rows, signal_rows)
+        subscriber = self._subscriber
+        if not rows or subscriber is None:
+            return
+        first_seq = self._next_seq
+        self._next_seq += len(rows)
+        feed, symbol = self.instrument
+        spec = self.spec
+        batch = OutputBatch(
+            spec.strategy_id, spec.name, feed, symbol, self.execution_id, logic.output_names, first_seq, rows
+        )
+        subscriber.outputs(batch)
+        if signal_rows:
+            emitted_ns = self._clock_ns()
+            signals = [
+                Signal(
+                    strategy_id=spec.strategy_id, strategy_name=spec.name, feed=feed, symbol=symbol, kind=kind,
+                    price=price, emitted_ns=emitted_ns, occurrence_ns=ts,
+                    output_id=output_id(self.execution_id, first_seq + index),
+                )
+                for index, kind, price, ts in signal_rows
+            ]
+            subscriber.signals(signals, [batch.output(index) for index, _, _, _ in signal_rows])
+        if logic.has_open_position != was_open:
+            subscriber.position_changed(self)

@@ -1,0 +1,196 @@
+"""StrategyExecutor: one strategy, one StrategyExecution per instrument.
+
+Constructed stopped. The processor subscribes to its outputs and signals, then calls
+`start()`, which launches the router (strategy mailbox -> instrument mailboxes) and
+creates the executions for the wanted instruments. The executor owns no route state: it
+reports instrument mailbox overflow (and execution failure) through `on_route_overflow`
+and confirmed instrument route changes through `on_instrument_route_added/removed`.
+An instrument that is no longer wanted but still holds a position is retained until
+the strategy's own managed exit flattens it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from feeds.market import MarketData
+from processor.execution import ExecutionSubscriber, StrategyExecution
+from processor.history import HistoricalTickProvider
+from processor.mailbox import MAILBOX_CAPACITY, Mailbox, MailboxClosed
+from processor.outputs import OutputBatch, StrategyOutput
+from processor.routing import InstrumentKey, StrategyChunk, StrategySpec
+from processor.signals import Signal
+from processor.strategies import strategy_class
+
+log = logging.getLogger(__name__)
+
+
+class MailboxOverflow(Exception):
+    """An instrument mailbox was full."""
+
+
+@dataclass(frozen=True)
+class ExecutorSubscriber:
+    outputs: Callable[[OutputBatch], None]
+    signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
+
+
+@dataclass
+class InstrumentRoute:
+    mailbox: Mailbox[Sequence[MarketData]]
+    execution: StrategyExecution
+
+
+class StrategyExecutor:
+    def __init__(
+        self, *, spec: StrategySpec, strategy_mailbox: Mailbox[StrategyChunk], history: HistoricalTickProvider,
+        on_route_overflow: Callable[[InstrumentKey, BaseException], None],
+        on_instrument_route_added: Callable[[InstrumentKey], None],
+        on_instrument_route_removed: Callable[[InstrumentKey], None],
+        backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.spec = spec
+        self._mailbox = strategy_mailbox
+        self._history = history
+        self._on_route_overflow = on_route_overflow
+        self._on_added = on_instrument_route_added
+        self._on_removed = on_instrument_route_removed
+        self._backfill_ns = strategy_class(spec.kind).backfill_window_ns(spec.params, backfill_default_ns)
+        self._mailbox_capacity = mailbox_capacity
+        self._clock_ns = clock_ns
+        self._routes: dict[InstrumentKey, InstrumentRoute] = {}
+        self._wanted: frozenset[InstrumentKey] = frozenset()
+        self._subscriber: ExecutorSubscriber | None = None
+        self._router: asyncio.Task[None] | None = None
+        self._flat_waiters: list[asyncio.Future[None]] = []
+        self.cancelled = False
+        self.unrouted_ticks = 0
+
+    # -- the processor's side -------------------------------------------------------
+
+    def subscribe(self, subscriber: ExecutorSubscriber) -> None:
+        if self._router is not None:
+            raise RuntimeError("subscribe before start: emissions would be lost")
+        self._subscriber = subscriber
+
+    def start(self) -> None:
+        if self._subscriber is None:
+            raise RuntimeError("start without a subscriber: emissions would be lost")
+        if self._router is not None or self.cancelled:
+            raise RuntimeError("executor already started or cancelled")
+        self._router = asyncio.create_task(self._route(), name=f"executor:{self.spec.name}")
+        self._reconcile_executions()
+
+    def set_instruments(self, instruments: frozenset[InstrumentKey]) -> None:
+        """Want exactly `instruments`; unwanted ones with an open position are retained."""
+        self._wanted = instruments
+        if self._router is not None and not self.cancelled:
+            self._reconcile_executions()
+
+    def current_instrument_ids(self) -> frozenset[InstrumentKey]:
+        return frozenset(self._routes)
+
+    def execution(self, instrument: InstrumentKey) -> StrategyExecution | None:
+        route = self._routes.get(instrument)
+        return route.execution if route else None
+
+    def has_open_positions(self) -> bool:
+        return any(route.execution.has_open_position for route in self._routes.values())
+
+    async def wait_flat(self) -> None:
+        """Return once no execution holds a position."""
+        while self.has_open_positions():
+            waiter = asyncio.get_running_loop().create_future()
+            self._flat_waiters.append(waiter)
+            await waiter
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._mailbox.close()
+        if self._router is not None:
+            self._router.cancel()
+        for route in self._routes.values():
+            route.execution.unsubscribe()
+            route.execution.cancel()
+        self._routes = {}
+        self._wake_flat_waiters()
+
+    # -- internals ------------------------------------------------------------------
+
+    async def _route(self) -> None:
+        mailbox = self._mailbox
+        while True:
+            try:
+                items = await mailbox.take()
+            except MailboxClosed:
+                return
+            routes = self._routes
+            for instrument, chunk in items:
+                route = routes.get(instrument)
+                if route is None:
+                    # Routed before the processor saw this instrument's removal; nothing to run it.
+                    self.unrouted_ticks += len(chunk)
+                    continue
+                if not route.mailbox.offer(chunk, len(chunk)):
+                    self._on_route_overflow(
+                        instrument, MailboxOverflow(f"instrument mailbox full ({route.mailbox.capacity} ticks)")
+                    )
+
+    def _reconcile_executions(self) -> None:
+        for instrument in sorted(self._wanted - self._routes.keys()):
+            self._add_route(instrument)
+        for instrument in sorted(self._routes.keys() - self._wanted):
+            if not self._routes[instrument].execution.has_open_position:
+                self._remove_route(instrument)
+
+    def _add_route(self, instrument: InstrumentKey) -> None:
+        mailbox: Mailbox[Sequence[MarketData]] = Mailbox(self._mailbox_capacity)
+        execution = StrategyExecution(
+            spec=self.spec, instrument=instrument, logic=strategy_class(self.spec.kind)(self.spec.params),
+            mailbox=mailbox, history=self._history, backfill_window_ns=self._backfill_ns, clock_ns=self._clock_ns,
+        )
+        # The bridge attaches before start, so the first output already has somewhere to go.
+        execution.subscribe(ExecutionSubscriber(
+            outputs=self._bridge_outputs, signals=self._bridge_signals,
+            position_changed=self._position_changed, failed=self._execution_failed,
+        ))
+        execution.start()
+        self._routes[instrument] = InstrumentRoute(mailbox, execution)
+        self._on_added(instrument)
+
+    def _remove_route(self, instrument: InstrumentKey) -> None:
+        route = self._routes.pop(instrument)
+        route.execution.unsubscribe()  # the bridge goes first, then the execution
+        route.execution.cancel()
+        self._on_removed(instrument)
+
+    def _bridge_outputs(self, batch: OutputBatch) -> None:
+        assert self._subscriber is not None
+        self._subscriber.outputs(batch)
+
+    def _bridge_signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
+        assert self._subscriber is not None
+        self._subscriber.signals(signals, outputs)
+
+    def _position_changed(self, execution: StrategyExecution) -> None:
+        instrument = execution.instrument
+        if (
+            instrument not in self._wanted and not execution.has_open_position
+            and self._routes.get(instrument, None) is not None
+            and self._routes[instrument].execution is execution
+        ):
+            self._remove_route(instrument)
+        self._wake_flat_waiters()
+
+    def _execution_failed(self, execution: StrategyExecution, exc: BaseException) -> None:
+        self._on_route_overflow(execution.instrument, exc)
+
+    def _wake_flat_waiters(self) -> None:
+        waiters, self._flat_waiters = self._flat_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

@@ -1,0 +1,367 @@
+"""The Processor: routes feed batches to strategies and owns the routing state.
+
+Four core jobs (seed 000's Processor contract):
+- feed router: takes feed batches in order and offers each instrument's ticks to the
+  strategy mailboxes of its routes, never awaiting a mailbox; a full one degrades that
+  route through `request_degrade`;
+- route command loop: the single writer of the routing snapshot (Reconcile, Degrade,
+  TeardownStrategy, InstrumentRouteAdded/Removed);
+- reconcile loop: polls the repository's enabled strategies on an interval and enqueues
+  Reconcile when they changed (no database query per tick);
+- fatal watcher: raises FatalError once a degraded route held open positions, so the
+  process exits non-zero and restarts from a known state.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any, Awaitable, Callable, Coroutine, Sequence
+
+from feeds.market import FeedData, MarketData
+from processor.commands import (
+    Degrade, InstrumentRouteAdded, InstrumentRouteRemoved, Reconcile, RouteCommand, TeardownStrategy,
+)
+from processor.executor import ExecutorSubscriber, StrategyExecutor
+from processor.history import HistoricalTickProvider, NoHistory
+from processor.mailbox import MAILBOX_CAPACITY, Mailbox
+from processor.outputs import OutputBatch, StrategyOutput
+from processor.readiness import Readiness, processor_readiness
+from processor.routing import (
+    Active, Degraded, InstrumentKey, RouteKey, RoutingSnapshot, Stopping, StrategyChunk, StrategyRoute,
+    StrategySpec, build_instrument_index,
+)
+from processor.signals import Signal
+from processor.sink import StrategyEventSink
+from tradingsite.runtime.core import FatalError
+
+log = logging.getLogger(__name__)
+
+# A feed batch is routed in slices of at most this many ticks, yielding between
+# slices, so one large batch (a gap recovery) cannot fill a 1024-tick mailbox by itself.
+MAX_SLICE_TICKS = 256
+
+Spawn = Callable[[str, Coroutine[Any, Any, None]], "asyncio.Task[None]"]
+LoadDesired = Callable[[], Awaitable[Sequence[StrategySpec]]]
+
+
+def _create_task(name: str, coro: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
+    return asyncio.create_task(coro, name=name)
+
+
+class Processor:
+    def __init__(
+        self, *, sink: StrategyEventSink, history: HistoricalTickProvider | None = None,
+        load_desired: LoadDesired | None = None, reconcile_interval_s: float = 1.0,
+        backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
+        clock_ns: Callable[[], int] = time.time_ns,
+        on_readiness: Callable[[Readiness], None] | None = None,
+    ) -> None:
+        self._sink = sink
+        self._history = history or NoHistory()
+        self._load_desired = load_desired
+        self._reconcile_interval_s = reconcile_interval_s
+        self._backfill_default_ns = backfill_default_ns
+        self._mailbox_capacity = mailbox_capacity
+        self._clock_ns = clock_ns
+        self._on_readiness = on_readiness
+        self.snapshot = RoutingSnapshot()
+        # A control queue, not a back-pressure boundary: unbounded by design, and
+        # degrade requests are deduplicated so overflow cannot flood it.
+        self._commands: asyncio.Queue[RouteCommand] = asyncio.Queue()
+        self._pending_degradation: set[int] = set()
+        self._route_ids = itertools.count(1)
+        self._core: dict[str, asyncio.Task[None]] = {}
+        self._fatal: asyncio.Future[str] | None = None
+        self.discarded_commands = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self, *, spawn: Spawn = _create_task, feed: "asyncio.Queue[FeedData] | None" = None) -> None:
+        """Launch the core jobs; `feed` is this processor's queue on the feed fan-out."""
+        if self._core:
+            raise RuntimeError("processor already started")
+        self._fatal = asyncio.get_running_loop().create_future()
+        jobs: dict[str, Coroutine[Any, Any, None]] = {
+            "fatal-watcher": self._watch_fatal(),
+            "route-commands": self._command_loop(),
+        }
+        if self._load_desired is not None:
+            jobs["reconcile"] = self._reconcile_loop()
+        if feed is not None:
+            jobs["feed-router"] = self._feed_router(feed)
+        for name, coro in jobs.items():
+            task = spawn(f"processor:{name}", coro)
+            task.add_done_callback(lambda _task: self._report())
+            self._core[name] = task
+        self._report()
+
+    async def stop(self) -> None:
+        """Cancel the core jobs and every route (used by backtests and tests)."""
+        for task in self._core.values():
+            task.cancel()
+        await asyncio.gather(*self._core.values(), return_exceptions=True)
+        for route in self.snapshot.routes_by_strategy.values():
+            self._close_route(route)
+        self.snapshot = RoutingSnapshot(desired=self.snapshot.desired)
+
+    @property
+    def fatal(self) -> "asyncio.Future[str] | None":
+        return self._fatal
+
+    def readiness(self) -> Readiness:
+        running = {name: not task.done() for name, task in self._core.items()}
+        return processor_readiness(running, self.snapshot.routes_by_strategy.values())
+
+    def _report(self) -> None:
+        if self._on_readiness is not None:
+            self._on_readiness(self.readiness())
+
+    # -- commands from outside the loop ---------------------------------------------
+
+    def reconcile(self, desired: Sequence[StrategySpec]) -> None:
+        self._commands.put_nowait(Reconcile(tuple(desired)))
+
+    async def settled(self) -> None:
+        """Return once every queued route command (and those it caused) has been applied."""
+        await self._commands.join()
+
+    def request_degrade(self, key: RouteKey, route_instance_id: int, cause: str) -> None:
+        """Enqueue at most one Degrade per route incarnation until the loop handles it."""
+        if route_instance_id in self._pending_degradation:
+            return
+        self._pending_degradation.add(route_instance_id)
+        self._commands.put_nowait(Degrade(key, route_instance_id, cause))
+
+    # -- feed router (hot path) -----------------------------------------------------
+
+    async def _feed_router(self, feed: "asyncio.Queue[FeedData]") -> None:
+        while True:
+            await self.consume(await feed.get())
+
+    async def consume(self, batch: FeedData) -> None:
+        """Route one feed batch, then yield so strategies run before the next batch."""
+        events = batch.events
+        if len(events) <= MAX_SLICE_TICKS:
+            self.route(batch.feed, events)
+        else:
+            for start in range(0, len(events), MAX_SLICE_TICKS):
+                self.route(batch.feed, events[start:start + MAX_SLICE_TICKS])
+                await asyncio.sleep(0)
+        # Batches are processed strictly in order; yielding here lets each executor and
+        # execution drain its mailbox once per batch, so mailboxes hold about a batch.
+        await asyncio.sleep(0)
+
+    def route(self, feed: str, events: Sequence[Any]) -> None:
+        """Offer each instrument's trades in `events` to the mailboxes of its routes."""
+        by_symbol = self.snapshot.routes_by_instrument.get(feed)
+        if not by_symbol:
+            return
+        groups: dict[str, list[MarketData]] = {}
+        for event in events:
+            # Only trades are routed; other event kinds (mark prices, tickers) are not traded on.
+            if isinstance(event, MarketData):
+                group = groups.get(event.symbol)
+                if group is None:
+                    groups[event.symbol] = [event]
+                else:
+                    group.append(event)
+        for symbol, ticks in groups.items():
+            targets = by_symbol.get(symbol)
+            if targets is None:
+                continue
+            item: StrategyChunk = ((feed, symbol), tuple(ticks))
+            size = len(ticks)
+            for key, route_instance_id, mailbox in targets:
+                if not mailbox.offer(item, size):
+                    self.request_degrade(key, route_instance_id, f"strategy mailbox full ({mailbox.capacity} ticks)")
+
+    # -- route command loop (the single writer of the snapshot) ---------------------
+
+    async def _command_loop(self) -> None:
+        while True:
+            command = await self._commands.get()
+            try:
+                self.snapshot = self._apply(self.snapshot, command)
+                self._report()
+            finally:
+                self._commands.task_done()
+
+    def _apply(self, current: RoutingSnapshot, command: RouteCommand) -> RoutingSnapshot:
+        if isinstance(command, Reconcile):
+            return self._reconcile_routes(current, command.desired)
+        if isinstance(command, Degrade):
+            return self._degrade_route(current, command)
+        if isinstance(command, TeardownStrategy):
+            return self._teardown_strategy(current, command)
+        if isinstance(command, (InstrumentRouteAdded, InstrumentRouteRemoved)):
+            route = current.routes_by_strategy.get(command.key)
+            if route is None or route.route_instance_id != command.route_instance_id:
+                self.discarded_commands += 1
+                return current
+            return self._with_routes(current, dict(current.routes_by_strategy))
+        raise TypeError(f"unknown route command {command!r}")
+
+    def _reconcile_routes(self, current: RoutingSnapshot, desired: tuple[StrategySpec, ...]) -> RoutingSnapshot:
+        wanted = {spec.route_key: spec for spec in desired}
+        routes = dict(current.routes_by_strategy)
+        for key, route in current.routes_by_strategy.items():
+            spec = wanted.get(key)
+            if spec is None:
+                if isinstance(route.state, Degraded):
+                    del routes[key]  # already closed when it degraded
+                elif isinstance(route.state, Stopping):
+                    continue
+                elif route.executor.has_open_positions():
+                    route.executor.set_instruments(frozenset())
+                    watcher = asyncio.create_task(
+                        self._stopping_watcher(key, route.route_instance_id, route.executor),
+                        name=f"processor:stopping:{route.spec.name}",
+                    )
+                    routes[key] = replace(
+                        route, state=Stopping(route.executor.current_instrument_ids()), jobs=(*route.jobs, watcher)
+                    )
+                    log.info("processor %s: removed with open positions; stopping", route.spec.name)
+                else:
+                    self._close_route(route)
+                    del routes[key]
+            elif isinstance(route.state, Stopping):
+                for job in route.jobs:
+                    job.cancel()
+                route.executor.set_instruments(spec.instruments)
+                routes[key] = replace(route, spec=spec, state=Active(), jobs=())
+                log.info("processor %s: re-added before cleanup; active again", spec.name)
+            elif isinstance(route.state, Active) and spec != route.spec:
+                route.executor.set_instruments(spec.instruments)
+                routes[key] = replace(route, spec=spec)
+        for key, spec in wanted.items():
+            if key not in routes:
+                routes[key] = self._add_route(key, spec)
+        return self._with_routes(replace(current, desired=desired), routes)
+
+    def _add_route(self, key: RouteKey, spec: StrategySpec) -> StrategyRoute:
+        route_instance_id = next(self._route_ids)
+        mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
+        executor = StrategyExecutor(
+            spec=spec, strategy_mailbox=mailbox, history=self._history,
+            on_route_overflow=lambda instrument, exc: self.request_degrade(key, route_instance_id, str(exc)),
+            on_instrument_route_added=lambda instrument: self._commands.put_nowait(
+                InstrumentRouteAdded(key, route_instance_id, instrument)
+            ),
+            on_instrument_route_removed=lambda instrument: self._commands.put_nowait(
+                InstrumentRouteRemoved(key, route_instance_id, instrument)
+            ),
+            backfill_default_ns=self._backfill_default_ns, mailbox_capacity=self._mailbox_capacity,
+            clock_ns=self._clock_ns,
+        )
+        # Subscribed before start: the first output of the first execution has a reader.
+        executor.subscribe(ExecutorSubscriber(
+            outputs=lambda batch: self._route_outputs(key, route_instance_id, batch),
+            signals=lambda signals, outputs: self._route_signals(key, route_instance_id, signals, outputs),
+        ))
+        executor.start()
+        executor.set_instruments(spec.instruments)
+        log.info("processor %s: route %d added on %d instruments", spec.name, route_instance_id, len(spec.instruments))
+        return StrategyRoute(key, spec, route_instance_id, mailbox, executor, Active())
+
+    def _route_outputs(self, key: RouteKey, route_instance_id: int, batch: OutputBatch) -> None:
+        try:
+            self._sink.outputs(batch)
+        except Exception as exc:
+            log.exception("processor: output sink failed for %s", batch.strategy_name)
+            self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
+
+    def _route_signals(
+        self, key: RouteKey, route_instance_id: int, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]
+    ) -> None:
+        try:
+            self._sink.signals(signals, outputs)
+        except Exception as exc:
+            log.exception("processor: signal sink failed")
+            self.request_degrade(key, route_instance_id, f"signal sink failed: {exc!r}")
+
+    async def _stopping_watcher(self, key: RouteKey, route_instance_id: int, executor: StrategyExecutor) -> None:
+        await executor.wait_flat()
+        # Double-check: the wait may end on a cancel or a transient flat moment.
+        if not executor.has_open_positions():
+            self._commands.put_nowait(TeardownStrategy(key, route_instance_id))
+
+    def _degrade_route(self, current: RoutingSnapshot, command: Degrade) -> RoutingSnapshot:
+        self._pending_degradation.discard(command.route_instance_id)
+        route = current.routes_by_strategy.get(command.key)
+        if route is None or route.route_instance_id != command.route_instance_id or isinstance(route.state, Degraded):
+            self.discarded_commands += 1  # a stale incarnation, or degraded already
+            return current
+        has_open = route.executor.has_open_positions()
+        self._close_route(route)
+        routes = dict(current.routes_by_strategy)
+        routes[command.key] = replace(route, state=Degraded(command.cause, self._clock_ns(), has_open), jobs=())
+        log.warning("processor %s: route degraded: %s", route.spec.name, command.cause)
+        snapshot = self._with_routes(current, routes)
+        if has_open:
+            self._fail(f"strategy {route.spec.name} degraded with open positions: {command.cause}")
+        return snapshot
+
+    def _teardown_strategy(self, current: RoutingSnapshot, command: TeardownStrategy) -> RoutingSnapshot:
+        route = current.routes_by_strategy.get(command.key)
+        if route is None or route.route_instance_id != command.route_instance_id or not isinstance(route.state, Stopping):
+            self.discarded_commands += 1
+            return current
+        self._close_route(route)
+        routes = dict(current.routes_by_strategy)
+        del routes[command.key]
+        log.info("processor %s: positions flat; route removed", route.spec.name)
+        return self._with_routes(current, routes)
+
+    def _close_route(self, route: StrategyRoute) -> None:
+        self._pending_degradation.discard(route.route_instance_id)
+        route.mailbox.close()
+        for job in route.jobs:
+            job.cancel()
+        route.executor.cancel()
+
+    @staticmethod
+    def _with_routes(current: RoutingSnapshot, routes: dict[RouteKey, StrategyRoute]) -> RoutingSnapshot:
+        for key, route in routes.items():
+            if isinstance(route.state, Stopping):
+                retained = route.executor.current_instrument_ids()
+                if retained != route.state.retained:
+                    routes[key] = replace(route, state=Stopping(retained))
+        return RoutingSnapshot(
+            desired=current.desired,
+            routes_by_instrument=build_instrument_index(routes),
+            routes_by_strategy=MappingProxyType(routes),
+        )
+
+    # -- reconcile loop and fatal watcher -------------------------------------------
+
+    async def _reconcile_loop(self) -> None:
+        assert self._load_desired is not None
+        last: tuple[StrategySpec, ...] | None = None
+        while True:
+            desired = tuple(sorted(await self._load_desired(), key=lambda spec: spec.route_key))
+            if desired != last:
+                last = desired
+                self._commands.put_nowait(Reconcile(desired))
+            await asyncio.sleep(self._reconcile_interval_s)
+
+    def _fail(self, reason: str) -> None:
+        if self._fatal is not None and not self._fatal.done():
+            log.error("processor: failing fast: %s", reason)
+            self._fatal.set_result(reason)
+
+    async def _watch_fatal(self) -> None:
+        assert self._fatal is not None
+        reason = await self._fatal
+        raise FatalError(f"processor: {reason}")
+
+    def instrument_routes(self) -> dict[str, frozenset[InstrumentKey]]:
+        """Strategy name -> instruments it is routed on (for diagnostics and tests)."""
+        return {
+            route.spec.name: route.executor.current_instrument_ids()
+            for route in self.snapshot.routes_by_strategy.values()
+            if not isinstance(route.state, Degraded)
+        }

@@ -1,0 +1,113 @@
+"""The processor's routing state: specs, routes, route states and the immutable snapshot.
+
+Only the route command loop builds snapshots; every change produces a new one, so the
+feed router reads a consistent view without locks. Maps are read-only proxies over
+dicts that are never touched after construction.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+from feeds.market import MarketData
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from processor.executor import StrategyExecutor
+    from processor.mailbox import Mailbox
+
+InstrumentKey = tuple[str, str]  # (feed name, venue symbol)
+RouteKey = tuple[int, str, str]  # (strategy id, kind, canonical params JSON): a config change is a new route
+StrategyChunk = tuple[InstrumentKey, Sequence[MarketData]]  # what a strategy mailbox holds
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """One enabled strategy as the repository wants it run."""
+
+    strategy_id: int
+    name: str
+    kind: str
+    params_json: str  # canonical (sorted keys) so equal params compare equal
+    instruments: frozenset[InstrumentKey]
+
+    @staticmethod
+    def build(
+        *, strategy_id: int, name: str, kind: str, params: Mapping[str, Any], instruments: frozenset[InstrumentKey]
+    ) -> "StrategySpec":
+        return StrategySpec(strategy_id, name, kind, json.dumps(dict(params), sort_keys=True), instruments)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(json.loads(self.params_json))
+
+    @property
+    def route_key(self) -> RouteKey:
+        return (self.strategy_id, self.kind, self.params_json)
+
+
+@dataclass(frozen=True)
+class Active:
+    pass
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """Removed from the repository, still running its instruments with open positions."""
+
+    retained: frozenset[InstrumentKey]
+
+
+@dataclass(frozen=True)
+class Degraded:
+    cause: str
+    degraded_at_ns: int
+    has_open_positions: bool
+
+
+RouteState = Union[Active, Stopping, Degraded]
+
+
+@dataclass(frozen=True)
+class StrategyRoute:
+    key: RouteKey
+    spec: StrategySpec
+    route_instance_id: int  # the incarnation: a re-added strategy gets a new one
+    mailbox: "Mailbox[StrategyChunk]"
+    executor: "StrategyExecutor"
+    state: RouteState
+    jobs: tuple["asyncio.Task[None]", ...] = ()  # route-side jobs (the stopping watcher)
+
+
+# What the feed router needs per target: (route key, route instance id, strategy mailbox).
+RouteTarget = tuple[RouteKey, int, "Mailbox[StrategyChunk]"]
+
+
+@dataclass(frozen=True)
+class RoutingSnapshot:
+    desired: tuple[StrategySpec, ...] = ()
+    # feed -> venue symbol -> targets; Degraded routes are never in it.
+    routes_by_instrument: Mapping[str, Mapping[str, tuple[RouteTarget, ...]]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    routes_by_strategy: Mapping[RouteKey, StrategyRoute] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def build_instrument_index(
+    routes: Mapping[RouteKey, StrategyRoute],
+) -> Mapping[str, Mapping[str, tuple[RouteTarget, ...]]]:
+    """Index Active and Stopping routes by the instruments their executors have confirmed."""
+    index: dict[str, dict[str, list[RouteTarget]]] = {}
+    for key in sorted(routes):
+        route = routes[key]
+        if isinstance(route.state, Degraded):
+            continue
+        for feed, symbol in route.executor.current_instrument_ids():
+            index.setdefault(feed, {}).setdefault(symbol, []).append((key, route.route_instance_id, route.mailbox))
+    return MappingProxyType({
+        feed: MappingProxyType({symbol: tuple(targets) for symbol, targets in by_symbol.items()})
+        for feed, by_symbol in index.items()
+    })

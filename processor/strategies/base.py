@@ -1,0 +1,83 @@
+"""The strategy plug-in interface: a kind's logic folded over ticks of one instrument.
+
+A kind is a class registered with `@register_strategy("name")`; its params were
+validated by the kind's form in processor.kinds. One instance holds the state of one
+strategy on one instrument and is driven by exactly one StrategyExecution.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from feeds.market import MarketData, fixed_to_str
+from processor.outputs import OutputRow
+from processor.signals import Position, SignalKind
+
+# (index of the output row that caused it, kind, tick price (fixed point), tick time ns)
+SignalRow = tuple[int, SignalKind, int, int]
+
+
+class StrategyLogic(ABC):
+    kind: ClassVar[str]
+    output_names: ClassVar[tuple[str, ...]]
+    # True when output values are fixed-point prices/volumes, False when float indicators.
+    fixed_point_outputs: ClassVar[bool]
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.params = dict(params)
+        self.position = Position.FLAT
+        self.skipped_out_of_order = 0
+
+    @classmethod
+    def backfill_window_ns(cls, params: Mapping[str, Any], default_ns: int) -> int:
+        """How much recorded history warms this strategy up before it goes live."""
+        return default_ns
+
+    @abstractmethod
+    def fold(
+        self, ticks: Sequence[MarketData], rows: list[OutputRow], signals: list[SignalRow], *, trading: bool = True
+    ) -> None:
+        """Fold `ticks` (in exchange-time order) into the state.
+
+        Append one output row per accepted tick to `rows` and the signals they cause to
+        `signals`. With `trading=False` (backfill) the indicators warm up but the
+        position never changes and no signal is emitted. A tick older than the previous
+        accepted one is skipped and counted in `skipped_out_of_order`.
+        """
+
+    def warm(self, ticks: Sequence[MarketData]) -> None:
+        """Pre-fill the state from history without trading."""
+        self.fold(ticks, [], [], trading=False)
+
+    @property
+    def has_open_position(self) -> bool:
+        return self.position != Position.FLAT
+
+    @classmethod
+    def encode_values(cls, row: OutputRow) -> dict[str, Any]:
+        """Return a row's values for JSON: decimal strings for prices, floats for indicators."""
+        values = row[2:]
+        if cls.fixed_point_outputs:
+            return {name: fixed_to_str(value) for name, value in zip(cls.output_names, values)}
+        return dict(zip(cls.output_names, values))
+
+
+STRATEGIES: dict[str, type[StrategyLogic]] = {}
+
+
+def register_strategy(kind: str) -> Callable[[type[StrategyLogic]], type[StrategyLogic]]:
+    def register(cls: type[StrategyLogic]) -> type[StrategyLogic]:
+        if kind in STRATEGIES:
+            raise ValueError(f"strategy kind {kind!r} is registered twice")
+        cls.kind = kind
+        STRATEGIES[kind] = cls
+        return cls
+
+    return register
+
+
+def strategy_class(kind: str) -> type[StrategyLogic]:
+    try:
+        return STRATEGIES[kind]
+    except KeyError:
+        raise LookupError(f"unknown strategy kind {kind!r}; known: {sorted(STRATEGIES)}") from None
