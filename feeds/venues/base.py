@@ -138,9 +138,9 @@ class InstrumentMeta:
     """One instrument as the venue's metadata describes it; numbers as exact decimal strings."""
 
     venue_symbol: str
-    tick_size: str
-    lot_size: str
-    contract_multiplier: str = "1"
+    tick_size: str | None  # None when the venue does not publish it (bitFlyer)
+    lot_size: str | None
+    contract_multiplier: str = "1"  # base units per contract (KuCoin sizes are contracts)
     min_quantity: str | None = None
     status: str = "trading"  # the venue's own status word, lower case
 
@@ -185,12 +185,14 @@ class ExchangeVenue(Venue, Protocol):
 class TradeQuery:
     """A page of historical trades for gap recovery.
 
-    `after_id` is exclusive (trades with a higher id); the time bounds are inclusive UTC
-    milliseconds. A venue that cannot combine them raises ValueError when building.
+    `after_id` and `before_id` are exclusive trade ids; the time bounds are inclusive
+    UTC milliseconds. A venue that cannot serve a combination raises ValueError when
+    building the request.
     """
 
     symbol: str
     after_id: int | None = None
+    before_id: int | None = None  # exclusive; for venues that page backwards (bitFlyer)
     start_ms: int | None = None
     end_ms: int | None = None
     limit: int | None = None

@@ -279,6 +279,8 @@ def agg_trades_request(query: TradeQuery, *, rest_url: str = REST_BASE_URL) -> H
     combination may time out. A window must be shorter than one hour.
     """
     params = {"symbol": query.symbol.upper()}
+    if query.before_id is not None:
+        raise ValueError("aggTrades cannot page backwards by id: use a time window")
     if query.after_id is not None:
         if query.start_ms is not None or query.end_ms is not None:
             raise ValueError("page aggTrades by id or by time, not both")
