@@ -14,6 +14,12 @@ from django.conf import settings
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Worker threads (database_sync_to_async) must not keep connections past a call, or
+    # PostgreSQL refuses to drop the test database at the end of the run.
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
 def _service_missing(item: pytest.Item) -> str | None:
     if item.get_closest_marker("needs_postgres") and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         return "needs PostgreSQL: set DATABASE_URL=postgres://..."
