@@ -98,6 +98,19 @@ class MarkPrice:
 
 
 @dataclass(frozen=True, slots=True)
+class FundingRate:
+    """A funding rate published on its own (KuCoin sends it apart from the mark price)."""
+
+    symbol: str  # the venue's spelling
+    funding_rate: int  # fixed point, a fraction per funding period
+    ts_event: int
+    ts_recv: int
+    next_funding_ns: int | None = None
+
+    kind: ClassVar[str] = "funding_rate"
+
+
+@dataclass(frozen=True, slots=True)
 class Ticker:
     """A venue's periodic summary: last price, best quotes and the day's volume when given."""
 
@@ -130,7 +143,7 @@ class BookTicker:
 
 # Every event a venue adapter can produce. Consumers that only want trades filter with
 # `isinstance(event, MarketData)`.
-MarketEvent: TypeAlias = MarketData | MarkPrice | Ticker | BookTicker
+MarketEvent: TypeAlias = MarketData | MarkPrice | FundingRate | Ticker | BookTicker
 
 
 @dataclass(frozen=True, slots=True)

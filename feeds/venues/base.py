@@ -120,6 +120,8 @@ class Endpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     # Streams served by this connection, as the venue names them (for logs and health).
     streams: tuple[str, ...] = ()
+    # Set when the venue hands out keep-alive rules per connection (KuCoin's bullet).
+    keep_alive: KeepAlive | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Ticker, fixed_to_str
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker, fixed_to_str
 
 
 def _text(value: int | None) -> str | None:
@@ -31,6 +31,12 @@ def event_record(venue: str, event: MarketEvent) -> dict[str, Any]:
         record.update(
             price=fixed_to_str(event.mark_price), quantity=None, side=None, trade_id=None,
             index_price=_text(event.index_price), funding_rate=_text(event.funding_rate),
+            next_funding_ms=None if event.next_funding_ns is None else event.next_funding_ns // 1_000_000,
+        )
+    elif isinstance(event, FundingRate):
+        record.update(
+            price=None, quantity=None, side=None, trade_id=None,
+            funding_rate=fixed_to_str(event.funding_rate),
             next_funding_ms=None if event.next_funding_ns is None else event.next_funding_ns // 1_000_000,
         )
     elif isinstance(event, Ticker):

@@ -1,7 +1,7 @@
 """Invariants every parsed event must satisfy, whatever the venue (the replay validator)."""
 from __future__ import annotations
 
-from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Ticker
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
 
 # 2010-01-01 .. 2100-01-01 in ns: a venue time outside is a unit mistake (s vs ms vs ns).
 _MIN_TS = 1_262_304_000 * 10**9
@@ -14,7 +14,7 @@ def _int(value: object, name: str) -> None:
 
 def check_event(event: MarketEvent) -> None:
     """Raise AssertionError when `event` breaks an invariant."""
-    assert isinstance(event, (MarketData, MarkPrice, Ticker, BookTicker)), type(event)
+    assert isinstance(event, (MarketData, MarkPrice, FundingRate, Ticker, BookTicker)), type(event)
     assert event.symbol, "empty symbol"
     _int(event.ts_event, "ts_event")
     _int(event.ts_recv, "ts_recv")
@@ -30,6 +30,8 @@ def check_event(event: MarketEvent) -> None:
         assert event.mark_price > 0
         assert event.index_price is None or (type(event.index_price) is int and event.index_price > 0)
         assert event.funding_rate is None or type(event.funding_rate) is int
+    elif isinstance(event, FundingRate):
+        _int(event.funding_rate, "funding_rate")
     elif isinstance(event, Ticker):
         _int(event.last_price, "last_price")
         assert event.last_price > 0
