@@ -55,9 +55,15 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/ws/dashboard/`);
-    socket.onopen = () => { attempt = 0; setState("live", "live"); };
+    socket.onopen = () => {
+      attempt = 0;
+      setState("live", "live");
+      // Other panels (static/recovery.js) listen to the socket through DOM events.
+      window.dispatchEvent(new CustomEvent("dashboard:open"));
+    };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
+      window.dispatchEvent(new CustomEvent("dashboard:message", { detail: event }));
       if (event.type === "prices") event.prices.forEach(applyPrice);
     };
     socket.onclose = (event) => {

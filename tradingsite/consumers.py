@@ -42,3 +42,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
     async def market_prices(self, event: dict[str, Any]) -> None:
         await self.send(text_data=orjson.dumps({"type": "prices", "prices": event["prices"]}).decode())
 
+    async def recovery_prompt(self, event: dict[str, Any]) -> None:
+        """An auth prompt opened or cleared (recovery.push); carries no token."""
+        payload = {key: value for key, value in event.items() if key != "type"}
+        await self.send(text_data=orjson.dumps({"type": "prompt", **payload}).decode())

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from tradingsite import views
 
@@ -13,4 +13,5 @@ urlpatterns = [
     path("internal/health", views.internal_health, name="internal-health"),
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    path("recovery/", include("recovery.urls")),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from feeds.startup import feed_startup_tasks
+from recovery.startup import recovery_startup_tasks
 from tradingsite.health import Status
 from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from tradingsite.runtime.periodic import run_periodic_job
@@ -40,6 +41,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     process with the same role takes over its predecessor's reports.
     """
     tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
+    tasks += recovery_startup_tasks()
     if periodic_jobs:
         tasks.append(_periodic_jobs())
     return Runtime(tasks)

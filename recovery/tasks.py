@@ -1,0 +1,13 @@
+"""Periodic jobs (thin wrappers over services; see tradingsite.schedule)."""
+from __future__ import annotations
+
+from recovery.clock import current_clock
+from recovery.services import token_expire_due
+from tradingsite.jobs import periodic_job
+
+
+@periodic_job("recovery-token-expiry")
+def expire_broker_tokens() -> str:
+    """Backstop for the runtime's expiry timers: retire every OAuth token past its expiry."""
+    moved = token_expire_due(now=current_clock().now())
+    return f"{moved} token(s) expired"
