@@ -1,9 +1,15 @@
 """StrategyExecution: one strategy on one instrument.
 
 Constructed stopped. Its subscriber (the executor's bridge) attaches first, then
-`start()` backfills from recorded ticks and folds live ticks from the instrument
-mailbox, emitting one output per accepted tick and the signals the strategy derives.
-Nothing is emitted before a subscriber is attached, so nothing is lost.
+`start()` backfills from recorded ticks and goes live, folding ticks from the
+instrument mailbox and emitting one output per accepted tick and the signals the
+strategy derives. Nothing is emitted before a subscriber is attached.
+
+Backfill is the only await an execution has: while it runs, live ticks wait in the
+bounded instrument mailbox. Once live, the executor calls `pump()` right after
+delivering, which folds everything queued synchronously; a task wake-up per
+instrument per batch would cost more than folding the tick itself, and folding is
+CPU work that would hold the event loop in a task just the same.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from typing import Callable, Sequence
 
 from feeds.market import MarketData
 from processor.history import HistoricalTickProvider
-from processor.mailbox import Mailbox, MailboxClosed
+from processor.mailbox import Mailbox
 from processor.outputs import OutputBatch, StrategyOutput, output_id
 from processor.routing import InstrumentKey, StrategySpec
 from processor.signals import Signal
@@ -49,6 +55,8 @@ class StrategyExecution:
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
+        self.live = False  # backfilled, folding what the executor delivers
+        self._failed = False
         self._next_seq = 0
         self.backfilled_ticks = 0
         # Live ticks already covered by backfill: older than the boundary, or at it with a known trade id.
@@ -82,25 +90,40 @@ class StrategyExecution:
 
     def cancel(self) -> None:
         self.mailbox.close()
+        self.live = False
         if self._task is not None:
             self._task.cancel()
 
     async def _run(self) -> None:
         try:
             await self._backfill()
-            while True:
-                try:
-                    chunks = await self.mailbox.take()
-                except MailboxClosed:
-                    return
-                self.fold(chunks)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a strategy bug or a failing subscriber degrades this route only
-            log.exception("processor %s: execution on %s failed", self.spec.name, self.instrument)
-            subscriber = self._subscriber
-            if subscriber is not None:
-                subscriber.failed(self, exc)
+        except Exception as exc:
+            self._fail(exc)
+            return
+        self.live = True
+        self.pump()  # what queued while backfilling
+
+    def pump(self) -> None:
+        """Fold everything queued in the mailbox now; a failure degrades this route only."""
+        if not self.live or self._failed:
+            return
+        chunks = self.mailbox.take_nowait()
+        if not chunks:
+            return
+        try:
+            self.fold(chunks)
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failed = True
+        self.live = False
+        log.error("processor %s: execution on %s failed: %r", self.spec.name, self.instrument, exc, exc_info=exc)
+        subscriber = self._subscriber
+        if subscriber is not None:
+            subscriber.failed(self, exc)
 
     async def _backfill(self) -> None:
         end_ns = self._clock_ns()
@@ -145,7 +168,7 @@ class StrategyExecution:
         feed, symbol = self.instrument
         spec = self.spec
         batch = OutputBatch(
-            spec.strategy_id, spec.name, feed, symbol, self.execution_id, logic.output_names, first_seq, rows
+            spec.strategy_id, spec.name, spec.kind, feed, symbol, self.execution_id, logic.output_names, first_seq, rows
         )
         subscriber.outputs(batch)
         if signal_rows:

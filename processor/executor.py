@@ -98,6 +98,10 @@ class StrategyExecutor:
         route = self._routes.get(instrument)
         return route.execution if route else None
 
+    def backlog(self) -> int:
+        """Ticks queued in this executor's mailboxes."""
+        return self._mailbox.size + sum(route.mailbox.size for route in self._routes.values())
+
     def has_open_positions(self) -> bool:
         return any(route.execution.has_open_position for route in self._routes.values())
 
@@ -139,6 +143,8 @@ class StrategyExecutor:
                     self._on_route_overflow(
                         instrument, MailboxOverflow(f"instrument mailbox full ({route.mailbox.capacity} ticks)")
                     )
+                    continue
+                route.execution.pump()
 
     def _reconcile_executions(self) -> None:
         for instrument in sorted(self._wanted - self._routes.keys()):

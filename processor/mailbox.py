@@ -61,6 +61,14 @@ class Mailbox(Generic[T]):
         self.size = 0
         return items
 
+    def take_nowait(self) -> list[T]:
+        """Return everything queued now (possibly nothing)."""
+        items = self._items
+        if items:
+            self._items = []
+            self.size = 0
+        return items
+
     def close(self) -> None:
         """Refuse further items; the consumer still gets what is queued, then MailboxClosed."""
         self.closed = True

@@ -23,11 +23,19 @@ def output_id(execution_id: str, seq: int) -> str:
 class StrategyOutput:
     output_id: str
     strategy_id: int
+    strategy_name: str
+    kind: str
     feed: str
     symbol: str
     time_ns: int  # the strategy's logical time: EMA bucket start or volume bar start
     occurrence_ns: int  # exchange time of the tick that caused it
     values: dict[str, Any]  # floats for indicators, fixed-point ints for prices and volumes
+
+    def json_values(self) -> dict[str, Any]:
+        """Values for JSON: decimal strings for prices and volumes, floats for indicators."""
+        from processor.strategies import strategy_class  # the plug-ins import this module
+
+        return strategy_class(self.kind).encode_values((self.time_ns, self.occurrence_ns, *self.values.values()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,7 @@ class OutputBatch:
 
     strategy_id: int
     strategy_name: str
+    kind: str
     feed: str
     symbol: str
     execution_id: str
@@ -48,6 +57,8 @@ class OutputBatch:
         return StrategyOutput(
             output_id=output_id(self.execution_id, self.first_seq + index),
             strategy_id=self.strategy_id,
+            strategy_name=self.strategy_name,
+            kind=self.kind,
             feed=self.feed,
             symbol=self.symbol,
             time_ns=row[0],

@@ -112,6 +112,18 @@ class Processor:
     def fatal(self) -> "asyncio.Future[str] | None":
         return self._fatal
 
+    def backlog(self) -> int:
+        """Ticks queued in every route's mailboxes."""
+        return sum(
+            route.executor.backlog() for route in self.snapshot.routes_by_strategy.values()
+            if not isinstance(route.state, Degraded)
+        )
+
+    async def drained(self) -> None:
+        """Return once every queued tick has been folded (backtests and tests)."""
+        while self.backlog():
+            await asyncio.sleep(0)
+
     def readiness(self) -> Readiness:
         running = {name: not task.done() for name, task in self._core.items()}
         return processor_readiness(running, self.snapshot.routes_by_strategy.values())

@@ -46,3 +46,11 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         """An auth prompt opened or cleared (recovery.push); carries no token."""
         payload = {key: value for key, value in event.items() if key != "type"}
         await self.send(text_data=orjson.dumps({"type": "prompt", **payload}).decode())
+
+    async def strategy_output(self, event: dict[str, Any]) -> None:
+        """Latest strategy outputs, conflated per strategy and instrument (processor.publishing)."""
+        await self.send(text_data=orjson.dumps({"type": "strategy.output", "outputs": event["outputs"]}).decode())
+
+    async def strategy_signal(self, event: dict[str, Any]) -> None:
+        """Entries and exits emitted since the previous push (processor.publishing)."""
+        await self.send(text_data=orjson.dumps({"type": "strategy.signal", "signals": event["signals"]}).decode())

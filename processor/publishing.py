@@ -1,0 +1,187 @@
+"""The live sink of strategy events: the trade executor, the store and browsers.
+
+Signals go at once to the SignalHub (the trade executor), and are buffered for the
+store (flushed every `signal_flush_interval_s`) and for browsers. Outputs are far too
+many to store or push one by one: only the latest per (strategy, instrument) is kept,
+pushed every `push_interval_s` and stored every `output_persist_interval_s`. Buffers
+are bounded; overflow is counted and warned about, never silent.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
+
+from feeds.market import fixed_to_str
+from feeds.publisher import MARKET_GROUP
+from processor.outputs import OutputBatch, StrategyOutput
+from processor.signals import Signal, SignalHub
+
+log = logging.getLogger(__name__)
+
+SIGNAL_BUFFER_CAPACITY = 10_000
+OUTPUT_MESSAGE = "strategy.output"
+SIGNAL_MESSAGE = "strategy.signal"
+
+OutputKey = tuple[int, str, str]  # (strategy id, feed, venue symbol)
+
+
+class GroupSender(Protocol):
+    async def group_send(self, group: str, message: dict[str, Any]) -> None: ...
+
+
+class PersistEvents(Protocol):
+    def __call__(
+        self, *, signals: Sequence[tuple[Signal, StrategyOutput]], outputs: Sequence[StrategyOutput]
+    ) -> Awaitable[None]: ...
+
+
+def output_message_row(output: StrategyOutput, symbol: str) -> dict[str, Any]:
+    return {
+        "strategy_id": output.strategy_id,
+        "strategy": output.strategy_name,
+        "feed": output.feed,
+        "symbol": symbol,
+        "venue_symbol": output.symbol,
+        "time_ms": output.time_ns // 1_000_000,
+        "occurrence_time_ms": output.occurrence_ns // 1_000_000,
+        "values": output.json_values(),
+    }
+
+
+def signal_message_row(signal: Signal, symbol: str) -> dict[str, Any]:
+    return {
+        "strategy_id": signal.strategy_id,
+        "strategy": signal.strategy_name,
+        "feed": signal.feed,
+        "symbol": symbol,
+        "venue_symbol": signal.symbol,
+        "kind": signal.kind.value,
+        "price": fixed_to_str(signal.price),
+        "emitted_ms": signal.emitted_ns // 1_000_000,
+        "occurrence_time_ms": signal.occurrence_ns // 1_000_000,
+        "output_id": signal.output_id,
+    }
+
+
+class LiveStrategyEvents:
+    def __init__(
+        self, *, hub: SignalHub, layer: GroupSender, persist: PersistEvents,
+        symbols: Mapping[tuple[str, str], str] | None = None,
+        push_interval_s: float = 0.25, signal_flush_interval_s: float = 0.5, output_persist_interval_s: float = 5.0,
+        buffer_capacity: int = SIGNAL_BUFFER_CAPACITY, clock: Callable[[], float] = time.monotonic,
+        warn_interval_s: float = 10.0,
+    ) -> None:
+        self._hub = hub
+        self._layer = layer
+        self._persist = persist
+        self._symbols = symbols or {}
+        self.push_interval_s = push_interval_s
+        self.signal_flush_interval_s = signal_flush_interval_s
+        self._output_persist_interval_s = output_persist_interval_s
+        self._capacity = buffer_capacity
+        self._clock = clock
+        self._warn_interval_s = warn_interval_s
+        self._last_warned = float("-inf")
+        self._latest: dict[OutputKey, OutputBatch] = {}
+        self._push_dirty: set[OutputKey] = set()
+        self._store_dirty: set[OutputKey] = set()
+        self._push_signals: list[Signal] = []
+        self._store_signals: list[tuple[Signal, StrategyOutput]] = []
+        self._last_output_store = float("-inf")
+        self.dropped_signals = 0
+        self.signals_stored = 0
+        self.outputs_stored = 0
+
+    # -- the sink (hot path: no I/O) ------------------------------------------------
+
+    def outputs(self, batch: OutputBatch) -> None:
+        key = (batch.strategy_id, batch.feed, batch.symbol)
+        self._latest[key] = batch
+        self._push_dirty.add(key)
+        self._store_dirty.add(key)
+
+    def signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
+        self._hub.publish(signals)
+        for signal, output in zip(signals, outputs):
+            if len(self._store_signals) >= self._capacity:
+                self._count_dropped()
+                continue
+            self._store_signals.append((signal, output))
+            if len(self._push_signals) < self._capacity:
+                self._push_signals.append(signal)
+
+    def _count_dropped(self) -> None:
+        self.dropped_signals += 1
+        now = self._clock()
+        if now - self._last_warned >= self._warn_interval_s:
+            self._last_warned = now
+            log.warning("processor: signal store buffer full, %d signals not stored", self.dropped_signals)
+
+    # -- pushes to browsers ---------------------------------------------------------
+
+    def _symbol(self, feed: str, venue_symbol: str) -> str:
+        return self._symbols.get((feed, venue_symbol), venue_symbol)
+
+    def take_push_messages(self) -> list[dict[str, Any]]:
+        """Return the conflated messages for browsers since the last call."""
+        messages: list[dict[str, Any]] = []
+        if self._push_dirty:
+            rows = [
+                output_message_row(self._latest[key].last(), self._symbol(key[1], key[2]))
+                for key in sorted(self._push_dirty)
+            ]
+            self._push_dirty = set()
+            messages.append({"type": OUTPUT_MESSAGE, "outputs": rows})
+        if self._push_signals:
+            rows = [signal_message_row(s, self._symbol(s.feed, s.symbol)) for s in self._push_signals]
+            self._push_signals = []
+            messages.append({"type": SIGNAL_MESSAGE, "signals": rows})
+        return messages
+
+    async def run_push(self) -> None:
+        while True:
+            await asyncio.sleep(self.push_interval_s)
+            for message in self.take_push_messages():
+                try:
+                    await self._layer.group_send(MARKET_GROUP, message)
+                except Exception:
+                    # The next push carries the newer state; never stop the processor for a browser.
+                    log.exception("processor: push of %s to browsers failed", message["type"])
+
+    # -- the store ------------------------------------------------------------------
+
+    def take_store_batch(self, *, force_outputs: bool = False) -> tuple[list[tuple[Signal, StrategyOutput]], list[StrategyOutput]]:
+        """Return the signals to store, and the latest outputs when their interval has passed."""
+        signals, self._store_signals = self._store_signals, []
+        outputs: list[StrategyOutput] = []
+        now = self._clock()
+        if self._store_dirty and (force_outputs or now - self._last_output_store >= self._output_persist_interval_s):
+            self._last_output_store = now
+            outputs = [self._latest[key].last() for key in sorted(self._store_dirty)]
+            self._store_dirty = set()
+        return signals, outputs
+
+    async def flush(self, *, force_outputs: bool = False) -> None:
+        signals, outputs = self.take_store_batch(force_outputs=force_outputs)
+        if not signals and not outputs:
+            return
+        try:
+            await self._persist(signals=signals, outputs=outputs)
+        except Exception:
+            log.exception("processor: storing %d signals failed; retrying with the next flush", len(signals))
+            # Signals must be stored: put them back ahead of newer ones, within the bound.
+            room = self._capacity - len(self._store_signals)
+            kept = signals[:max(room, 0)]
+            for _ in signals[len(kept):]:
+                self._count_dropped()
+            self._store_signals = kept + self._store_signals
+            return
+        self.signals_stored += len(signals)
+        self.outputs_stored += len(outputs)
+
+    async def run_store(self) -> None:
+        while True:
+            await asyncio.sleep(self.signal_flush_interval_s)
+            await self.flush()
