@@ -1,0 +1,99 @@
+"""In-process token buckets per venue, at a fraction of the venue's published limits.
+
+The order side shares this IP and cannot be seen from here, so the feed takes only a
+fraction (half by default) of each limit. A call that cannot get a token within its
+wait budget does not happen (fail closed): RateLimitDenied is raised and the caller
+reports it, instead of finding the limit by being banned. One set of buckets per venue
+per event loop (aiolimiter binds to its loop).
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from aiolimiter import AsyncLimiter
+
+
+class RateLimitDenied(RuntimeError):
+    """No token within the wait budget; the call was not made."""
+
+
+@dataclass(frozen=True)
+class PublishedLimits:
+    """A venue's limits as it publishes them (per IP unless said otherwise)."""
+
+    rest_weight: float  # request weight per rest_period_s
+    rest_period_s: float
+    trades_request_weight: float  # weight of one historical-trades page
+    dials: float  # websocket connection attempts per dial_period_s
+    dial_period_s: float
+    messages_per_s: float | None  # client messages per second, per connection
+
+
+# Sources: /work/shared/VENUES.md. Binance USD-M: REQUEST_WEIGHT 2400/min, aggTrades
+# weight 20, 10 incoming messages/s per connection; its dial limit is not published for
+# futures, so the spot figure (300 connections / 5 min) stands in. bitFlyer: 500
+# requests / 5 min per IP; dials unpublished ("rapid connect/disconnect loops" get
+# restricted), so a cautious 60 / 5 min.
+PUBLISHED_LIMITS: dict[str, PublishedLimits] = {
+    "binance-usdm": PublishedLimits(2400, 60, 20, 300, 300, 10),
+    "bitflyer": PublishedLimits(500, 300, 1, 60, 300, None),
+}
+DEFAULT_LIMITS = PublishedLimits(600, 60, 1, 60, 300, 5)
+
+
+class VenueRateLimiter:
+    """Token buckets for one venue: REST weight, websocket dials, outgoing messages."""
+
+    def __init__(self, limits: PublishedLimits, *, fraction: float = 0.5, max_wait_s: float = 5.0) -> None:
+        if not 0 < fraction <= 1:
+            raise ValueError("fraction must be in (0, 1]")
+        self.limits = limits
+        self.fraction = fraction
+        self.max_wait_s = max_wait_s
+        self._rest = AsyncLimiter(max(limits.rest_weight * fraction, limits.trades_request_weight), limits.rest_period_s)
+        self._dials = AsyncLimiter(max(limits.dials * fraction, 1), limits.dial_period_s)
+        self._messages_per_s = None if limits.messages_per_s is None else max(limits.messages_per_s * fraction, 1)
+        self.denied = 0
+
+    async def acquire_rest(self, weight: float | None = None) -> None:
+        await self._acquire(self._rest, weight or self.limits.trades_request_weight, "REST")
+
+    async def acquire_dial(self) -> None:
+        await self._acquire(self._dials, 1, "websocket dial")
+
+    def message_limiter(self) -> AsyncLimiter | None:
+        """A fresh per-connection bucket for outgoing messages (None: the venue sets no limit)."""
+        return None if self._messages_per_s is None else AsyncLimiter(self._messages_per_s, 1.0)
+
+    async def acquire_message(self, limiter: AsyncLimiter | None) -> None:
+        if limiter is not None:
+            await self._acquire(limiter, 1, "websocket message")
+
+    async def _acquire(self, limiter: AsyncLimiter, amount: float, what: str) -> None:
+        try:
+            await asyncio.wait_for(limiter.acquire(amount), timeout=self.max_wait_s)
+        except asyncio.TimeoutError:
+            self.denied += 1
+            raise RateLimitDenied(
+                f"{what}: no token within {self.max_wait_s}s ({self.fraction:.0%} of the published limit)"
+            ) from None
+
+
+class RateLimiterRegistry:
+    """One VenueRateLimiter per venue, shared by every stream of the venue in this process."""
+
+    def __init__(self, *, fraction: float = 0.5, max_wait_s: float = 5.0,
+                 limits: dict[str, PublishedLimits] | None = None) -> None:
+        self._fraction = fraction
+        self._max_wait_s = max_wait_s
+        self._limits = dict(PUBLISHED_LIMITS if limits is None else limits)
+        self._limiters: dict[str, VenueRateLimiter] = {}
+
+    def for_venue(self, venue: str) -> VenueRateLimiter:
+        limiter = self._limiters.get(venue)
+        if limiter is None:
+            limiter = self._limiters[venue] = VenueRateLimiter(
+                self._limits.get(venue, DEFAULT_LIMITS), fraction=self._fraction, max_wait_s=self._max_wait_s
+            )
+        return limiter
