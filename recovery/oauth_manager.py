@@ -54,7 +54,7 @@ class OAuthTokenManager:
     async def refresh(self) -> TokenStatus:
         """Read the row once; publish a change and (re)arm the expiry timer."""
         status, expires_at = await database_sync_to_async(token_status)(key=self.key)
-        if status.version != self._cell.value.version or status.state != self._cell.value.state:
+        if status != self._cell.value:
             if status.fingerprint != (self._access.fingerprint if self._access else ""):
                 self._access = None
             self._expires_at = expires_at

@@ -20,9 +20,9 @@ from recovery.upstox import TokenGrant
 log = logging.getLogger(__name__)
 
 
-def token_get_or_create(*, key: TokenKey) -> BrokerToken:
+def token_get_or_create(*, key: TokenKey, reason: str = "no token yet") -> BrokerToken:
     token, _ = BrokerToken.objects.get_or_create(
-        broker=key.broker, kind=key.kind.value, defaults={"state": TokenState.AWAITING_AUTH.value}
+        broker=key.broker, kind=key.kind.value, defaults={"state": TokenState.AWAITING_AUTH.value, "reason": reason}
     )
     return token
 
@@ -61,7 +61,7 @@ def token_await_auth(
     says it was fixed (`clear_failure`).
     """
     with transaction.atomic():
-        token = token_get_or_create(key=key)
+        token = token_get_or_create(key=key, reason=reason)
         rows = BrokerToken.objects.filter(pk=token.pk)
         if not clear_failure:
             rows = rows.exclude(state=TokenState.FAILED.value)
