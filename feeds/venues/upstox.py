@@ -1,0 +1,359 @@
+"""Upstox Market Data Feed V3: protobuf frames, ltpc and full modes, vtt-delta volumes.
+
+Dialling first asks `GET /v3/feed/market-data-feed/authorize` (Bearer = the provisioned
+analytics token, from a token provider) for a single-use `authorized_redirect_uri`, so
+every dial authorizes again. Subscribe requests are JSON sent as *binary* frames:
+
+    {"guid":"sub-1","method":"sub","data":{"mode":"full","instrumentKeys":["NSE_EQ|INE848E01016"]}}
+
+Server frames are protobuf `FeedResponse` (the official MarketDataFeedV3.proto, shipped
+compiled in upstox-python-sdk): first `market_info` (segment statuses, no prices), then
+the snapshot (`initial_feed`, type 0, which proto3 JSON renders without a `type` key),
+then `live_feed`. Prices are doubles: `repr` gives the shortest decimal that round-trips,
+which is the venue's price, and that text becomes fixed point without float arithmetic.
+
+LTPC prints are trades: price = ltp, quantity = ltq, exchange time = ltt, no side.
+Full mode adds `vtt` (volume traded today, cumulative); the per-tick volume is the vtt
+delta, which needs the previous tick, so `parse` carries vtt in
+`MarketData.cumulative_volume` and `UpstoxStreamState` (owned by the stream) computes
+the delta with the day-boundary rules of seed 000 and drops the LTPC that Upstox
+re-sends with every depth-only update.
+"""
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Awaitable, Callable, Collection, Mapping, Sequence
+
+import msgspec
+from django.core.exceptions import ValidationError
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
+
+from feeds.market import SCALE, BookTicker, MarketData, MarketEvent, Ticker
+from feeds.venues.base import (
+    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
+    WireMessage, open_exchange_stream,
+)
+from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.numbers import decimal_to_fixed_positive
+from feeds.venues.rest import fetch
+from feeds.venues.settings import base_url, clean_exchange_settings
+
+NAME = "upstox"
+WS_BASE_URL = "wss://api.upstox.com"  # informational: the authorize call names the server
+REST_BASE_URL = "https://api.upstox.com"
+INSTRUMENTS_URL = "https://assets.upstox.com/market-quote/instruments/exchange/complete.json.gz"
+AUTHORIZE_PATH = "/v3/feed/market-data-feed/authorize"
+CHANNELS = frozenset({"trades"})
+MODES = ("ltpc", "full", "option_greeks", "full_d30")
+# Keys one connection may subscribe in each mode (normal plan, one mode on the connection).
+MODE_KEY_LIMITS = {"ltpc": 5000, "option_greeks": 3000, "full": 2000, "full_d30": 50}
+DEFAULTS: dict[str, object] = {"rest_url": REST_BASE_URL, "instruments_url": INSTRUMENTS_URL, "mode": "full"}
+KEEP_ALIVE = KeepAlive(
+    server_ping_interval_s=None,  # the server pings when the connection is idle
+    client_ping_interval_s=None,
+    pong_timeout_s=30.0,
+    max_connection_age_s=None,
+)
+# A tick more than 12 h after the previous one starts a new trading day even if vtt
+# grew (the opening auction may trade more than the whole previous day).
+DAY_BOUNDARY_NS = 12 * 3600 * 1_000_000_000
+
+TokenProvider = Callable[[], Awaitable[str]]
+
+
+# --- pure parse -------------------------------------------------------------------------
+
+def _price(value: float) -> int:
+    # repr() is the shortest decimal that round-trips the double: the venue's price.
+    return decimal_to_fixed_positive(Decimal(repr(value)))
+
+
+def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
+    """Return the events of one FeedResponse; market_info gives none."""
+    response = pb.FeedResponse()
+    try:
+        response.ParseFromString(frame)
+    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
+        raise ParseError("protobuf", str(exc)) from None
+    if response.type == pb.market_info:
+        return []
+    try:
+        events: list[MarketEvent] = []
+        for key, feed in sorted(response.feeds.items()):
+            events.extend(_feed_events(key, feed, response.currentTs, received_ns))
+        return events
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+def _feed_events(key: str, feed: pb.Feed, current_ts_ms: int, received_ns: int) -> list[MarketEvent]:
+    union = feed.WhichOneof("FeedUnion")
+    if union == "ltpc":
+        return _ltpc_events(key, feed.ltpc, None, received_ns)
+    if union == "fullFeed":
+        full = feed.fullFeed
+        which = full.WhichOneof("FullFeedUnion")
+        if which == "marketFF":
+            market = full.marketFF
+            events = _ltpc_events(key, market.ltpc, market.vtt if market.HasField("ltpc") else None, received_ns)
+            quotes = market.marketLevel.bidAskQuote
+            if quotes and current_ts_ms:
+                events.extend(_best_quote(key, quotes[0], current_ts_ms, received_ns))
+            return events
+        if which == "indexFF":
+            return _ltpc_events(key, full.indexFF.ltpc, None, received_ns)
+        return []
+    if union == "firstLevelWithGreeks":
+        first = feed.firstLevelWithGreeks
+        events = _ltpc_events(key, first.ltpc, first.vtt if first.HasField("ltpc") else None, received_ns)
+        if first.HasField("firstDepth") and current_ts_ms:
+            events.extend(_best_quote(key, first.firstDepth, current_ts_ms, received_ns))
+        return events
+    return []
+
+
+def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> list[MarketEvent]:
+    # No last trade yet (ltt 0 or ltp 0, as proto3 omits unset fields): nothing to report.
+    if ltpc.ltt <= 0 or ltpc.ltp <= 0:
+        return []
+    if ltpc.ltq < 0 or (vtt is not None and vtt < 0):
+        raise ParseError("number", f"{key}: negative quantity")
+    ts_event = ltpc.ltt * 1_000_000
+    if ltpc.ltq == 0 and vtt is None:
+        # Indices print a value with no quantity: a price, not a trade.
+        return [Ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
+    return [MarketData(
+        symbol=key,
+        price=_price(ltpc.ltp),
+        volume=ltpc.ltq * SCALE,
+        ts_event=ts_event,
+        ts_recv=received_ns,
+        cumulative_volume=None if vtt is None else vtt * SCALE,
+    )]
+
+
+def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int) -> list[MarketEvent]:
+    if quote.bidP <= 0 or quote.askP <= 0 or quote.bidQ < 0 or quote.askQ < 0:
+        return []  # one side empty (pre-open, circuit limit): no best quote to report
+    return [BookTicker(
+        symbol=key,
+        bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
+        ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
+        ts_event=current_ts_ms * 1_000_000, ts_recv=received_ns,
+    )]
+
+
+# --- per-stream state -------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _LastTrade:
+    ts_event: int
+    price: int
+    volume: int
+    cumulative_volume: int | None
+
+
+class UpstoxStreamState:
+    """Per-instrument last trade of one stream: vtt deltas, day boundaries, repeats.
+
+    | scenario           | previous | volume                  | duration since last |
+    |--------------------|----------|-------------------------|---------------------|
+    | normal tick        | yes      | vtt - previous vtt      | from the stream     |
+    | day boundary       | yes, but vtt fell or ltt moved > 12 h | vtt | 0       |
+    | cold start         | none     | 0 (pre-open or mid-day restart cannot be told apart) | none |
+
+    A repeat of the previous (ltt, vtt) is the LTPC Upstox re-sends with a depth-only
+    update, not a trade, and is dropped. In ltpc mode (no vtt) the quantity is ltq and a
+    repeat is the same (ltt, ltp, ltq).
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, _LastTrade] = {}
+
+    def apply(self, events: list[MarketEvent]) -> list[MarketEvent]:
+        out: list[MarketEvent] = []
+        for event in events:
+            if not isinstance(event, MarketData):
+                out.append(event)
+                continue
+            previous = self._last.get(event.symbol)
+            current = _LastTrade(event.ts_event, event.price, event.volume, event.cumulative_volume)
+            if current.cumulative_volume is None:
+                if previous is not None and (previous.ts_event, previous.price, previous.volume) == (
+                    current.ts_event, current.price, current.volume
+                ):
+                    continue
+                self._last[event.symbol] = current
+                out.append(event)
+                continue
+            if previous is not None and (previous.ts_event, previous.cumulative_volume) == (
+                current.ts_event, current.cumulative_volume
+            ):
+                continue
+            self._last[event.symbol] = current
+            out.append(self._with_volume(event, previous))
+        return out
+
+    @staticmethod
+    def _with_volume(event: MarketData, previous: _LastTrade | None) -> MarketData:
+        vtt = event.cumulative_volume
+        assert vtt is not None
+        if previous is None or previous.cumulative_volume is None:
+            return replace(event, volume=0)
+        day_changed = vtt < previous.cumulative_volume or event.ts_event - previous.ts_event > DAY_BOUNDARY_NS
+        if day_changed:
+            return replace(event, volume=vtt, duration_since_last_ns=0)
+        return replace(event, volume=vtt - previous.cumulative_volume)
+
+
+# --- endpoints and subscriptions --------------------------------------------------------
+
+class AuthorizeData(msgspec.Struct, frozen=True):
+    authorized_redirect_uri: str
+
+
+class AuthorizeResponse(msgspec.Struct, frozen=True):
+    status: str
+    data: AuthorizeData
+
+
+_decode_authorize = msgspec.json.Decoder(AuthorizeResponse).decode
+
+
+def authorize_request(token: str, *, rest_url: str = REST_BASE_URL) -> HttpRequest:
+    return HttpRequest(
+        "GET", f"{rest_url.rstrip('/')}{AUTHORIZE_PATH}",
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+    )
+
+
+def parse_authorize(body: bytes) -> str:
+    """Return the single-use websocket URL of an authorize response."""
+    try:
+        response = _decode_authorize(body)
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+    if response.status != "success" or not response.data.authorized_redirect_uri:
+        raise ParseError("venue_error", f"authorize answered status {response.status!r}")
+    return response.data.authorized_redirect_uri
+
+
+def subscribe_message(instrument_keys: Sequence[str], mode: str, *, guid: str = "sub-1") -> bytes:
+    """Return the subscribe request as bytes: Upstox wants it in a binary frame."""
+    if mode not in MODE_KEY_LIMITS:
+        raise ValueError(f"mode must be one of {MODES}")
+    if len(instrument_keys) > MODE_KEY_LIMITS[mode]:
+        raise ValueError(f"{mode} mode takes at most {MODE_KEY_LIMITS[mode]} keys per connection")
+    return msgspec.json.encode(
+        {"guid": guid, "method": "sub", "data": {"mode": mode, "instrumentKeys": list(instrument_keys)}}
+    )
+
+
+async def _no_token_provider() -> str:
+    raise LookupError(f"{NAME}: no token provider registered (the recovery app provides the analytics token)")
+
+
+# --- REST -------------------------------------------------------------------------------
+
+class UpstoxInstrument(msgspec.Struct, frozen=True):
+    instrument_key: str
+    tick_size: Decimal | None = None  # in paise: 5.0 means 0.05 rupees
+    lot_size: Decimal | None = None
+    segment: str = ""
+
+
+_decode_instruments = msgspec.json.Decoder(list[UpstoxInstrument]).decode
+_PAISE_PER_RUPEE = Decimal(100)
+
+
+def instruments_request(*, instruments_url: str = INSTRUMENTS_URL) -> HttpRequest:
+    return HttpRequest("GET", instruments_url)
+
+
+def parse_instruments(body: bytes) -> list[InstrumentMeta]:
+    """Return instruments of an instruments file (gzip or plain JSON); tick sizes in rupees."""
+    try:
+        if body[:2] == b"\x1f\x8b":
+            body = gzip.decompress(body)
+        rows = _decode_instruments(body)
+        instruments = []
+        for row in rows:
+            tick = None if row.tick_size is None else row.tick_size / _PAISE_PER_RUPEE
+            if tick is not None:
+                decimal_to_fixed_positive(tick)
+            if row.lot_size is not None:
+                decimal_to_fixed_positive(row.lot_size)
+            instruments.append(InstrumentMeta(
+                venue_symbol=row.instrument_key,
+                tick_size=None if tick is None else format(tick.normalize(), "f"),
+                lot_size=None if row.lot_size is None else format(row.lot_size.normalize(), "f"),
+            ))
+        return instruments
+    except (OSError, EOFError) as exc:  # a corrupt gzip stream
+        raise ParseError("gzip", str(exc)) from None
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+# --- the venue --------------------------------------------------------------------------
+
+class UpstoxVenue:
+    name = NAME
+    channels = CHANNELS
+    keep_alive = KEEP_ALIVE
+    ws_base_url = WS_BASE_URL
+    rest_base_url = REST_BASE_URL
+    binary_frames = True  # recorded frames are base64 lines
+
+    def __init__(self, token_provider: TokenProvider = _no_token_provider) -> None:
+        self._token_provider = token_provider
+
+    def use_token_provider(self, token_provider: TokenProvider) -> None:
+        """Authorize future dials with `token_provider` (the app owning tokens calls this at startup)."""
+        self._token_provider = token_provider
+
+    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
+        cleaned = clean_exchange_settings(NAME, settings, DEFAULTS)
+        if cleaned["mode"] not in MODES:
+            raise ValidationError({"mode": [f"mode must be one of {', '.join(MODES)}"]})
+        return cleaned
+
+    def open(self, feed: FeedSpec) -> FrameSource:
+        return open_exchange_stream(self, feed)
+
+    def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
+        return parse(frame, received_ns)
+
+    def new_stream_state(self) -> UpstoxStreamState:
+        return UpstoxStreamState()
+
+    async def endpoints(
+        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+    ) -> list[Endpoint]:
+        """Authorize (the URL works once) and return the connection with its subscribe frame."""
+        unknown = set(channels) - CHANNELS
+        if unknown:
+            raise ValueError(f"{NAME} has no channel {sorted(unknown)}; known: {sorted(CHANNELS)}")
+        token = await self._token_provider()
+        body = await fetch(authorize_request(token, rest_url=base_url(settings, "rest_url", REST_BASE_URL)))
+        mode = str(settings.get("mode", "full"))
+        return [Endpoint(
+            url=parse_authorize(body),
+            subscribe=(subscribe_message(symbols, mode),),
+            streams=tuple(symbols),
+        )]
+
+    def ping_message(self, counter: int) -> WireMessage | None:
+        return None
+
+    def instruments_request(self, settings: Mapping[str, object]) -> HttpRequest:
+        return instruments_request(instruments_url=str(settings.get("instruments_url") or INSTRUMENTS_URL))
+
+    def parse_instruments(self, body: bytes) -> list[InstrumentMeta]:
+        return parse_instruments(body)
+
+
+VENUE = UpstoxVenue()
