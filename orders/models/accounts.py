@@ -55,6 +55,12 @@ class TradeSetting(models.Model):
         max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal("0.00000001"))]
     )
     mode = models.CharField(max_length=10, choices=TradeMode.choices, default=TradeMode.PAPER)
+    order_type = models.CharField(
+        max_length=6,
+        choices=[("MARKET", "Market"), ("LIMIT", "Limit at the signal price")],
+        default="MARKET",
+        help_text="Entries only; exits are always market orders.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,0 +1,1 @@
+"""Brokers behind one interface (orders.brokers.base.Broker)."""

@@ -1,0 +1,241 @@
+"""The paper broker: a simulated exchange with its own book (orders.models.paper).
+
+Orders rest in the paper book and fill against live trade ticks: a market order at
+the tick's price, a limit order at its limit once a tick trades through it, each fill
+at most the tick's volume (so large orders fill partially over several ticks), with a
+taker or maker fee. Duplicate client order ids are refused like a real venue does.
+The book lives in the database so it outlives a runtime restart and is one exchange
+for every process; the site's own order tables are never read here.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Sequence
+
+from channels.db import database_sync_to_async
+from django.db import IntegrityError, transaction
+
+from feeds.market import MarketData
+from orders.brokers.base import (
+    BrokerFill,
+    BrokerOrder,
+    BrokerRejected,
+    DuplicateClientOrderId,
+    OrderNotFound,
+    OrderRequest,
+)
+from orders.models.lifecycle import OrderSide, OrderStatus, OrderType
+from orders.models.paper import PaperFill, PaperOrder
+from orders.money import bps_of, notional
+
+OPEN_STATUSES = (OrderStatus.NEW, OrderStatus.PARTIALLY_FILLED)
+Clock = Callable[[], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PaperFees:
+    taker_bps: int = 4
+    maker_bps: int = 2
+
+
+def match_quantity(*, side: str, order_type: str, limit: int | None, remaining: int, tick: MarketData) -> tuple[int, int]:
+    """Return (quantity, price) that `tick` fills of a resting order; (0, 0) when it does not trade through.
+
+    Pure: the matching rule of the paper exchange.
+    """
+    if remaining <= 0 or tick.volume <= 0:
+        return 0, 0
+    if order_type == OrderType.MARKET:
+        return min(remaining, tick.volume), tick.price
+    assert limit is not None
+    crosses = tick.price <= limit if side == OrderSide.BUY else tick.price >= limit
+    return (min(remaining, tick.volume), limit) if crosses else (0, 0)
+
+
+def _report(order: PaperOrder) -> BrokerOrder:
+    return BrokerOrder(
+        client_order_id=order.client_order_id,
+        exchange_order_id=f"P{order.pk}",
+        symbol=order.symbol,
+        side=order.side,
+        order_type=order.order_type,
+        quantity=order.quantity,
+        price=order.price,
+        status=OrderStatus(order.status),
+        filled_quantity=order.filled_quantity,
+    )
+
+
+def _fill_report(fill: PaperFill, order: PaperOrder) -> BrokerFill:
+    return BrokerFill(
+        exchange_trade_id=f"PT{fill.pk}",
+        exchange_order_id=f"P{order.pk}",
+        symbol=order.symbol,
+        side=order.side,
+        quantity=fill.quantity,
+        price=fill.price,
+        fee=fill.fee,
+        ts_event=fill.ts_event,
+    )
+
+
+class PaperExchange:
+    """Synchronous access to the paper book of one paper account."""
+
+    def __init__(self, *, account_key: str, clock_ns: Clock = time.time_ns) -> None:
+        self.account_key = account_key
+        self._clock_ns = clock_ns
+
+    def place(self, request: OrderRequest) -> BrokerOrder:
+        if request.quantity <= 0:
+            raise BrokerRejected("quantity must be positive")
+        if request.order_type == OrderType.LIMIT and not request.price:
+            raise BrokerRejected("a limit order needs a price")
+        now = self._clock_ns()
+        try:
+            with transaction.atomic():
+                order = PaperOrder.objects.create(
+                    account_key=self.account_key,
+                    client_order_id=request.client_order_id,
+                    symbol=request.symbol,
+                    side=request.side,
+                    order_type=request.order_type,
+                    quantity=request.quantity,
+                    price=request.price if request.order_type == OrderType.LIMIT else None,
+                    status=OrderStatus.NEW,
+                    created_ns=now,
+                    updated_ns=now,
+                )
+        except IntegrityError:
+            raise DuplicateClientOrderId(request.client_order_id) from None
+        return _report(order)
+
+    def get(self, client_order_id: str) -> BrokerOrder:
+        order = PaperOrder.objects.filter(account_key=self.account_key, client_order_id=client_order_id).first()
+        if order is None:
+            raise OrderNotFound(client_order_id)
+        return _report(order)
+
+    def cancel(self, client_order_id: str) -> BrokerOrder:
+        with transaction.atomic():
+            order = (
+                PaperOrder.objects.select_for_update()
+                .filter(account_key=self.account_key, client_order_id=client_order_id)
+                .first()
+            )
+            if order is None:
+                raise OrderNotFound(client_order_id)
+            if order.status in OPEN_STATUSES:
+                order.status = OrderStatus.CANCELED
+                order.updated_ns = self._clock_ns()
+                order.save(update_fields=["status", "updated_ns"])
+        return _report(order)
+
+    def open_orders(self) -> list[BrokerOrder]:
+        orders = PaperOrder.objects.filter(account_key=self.account_key, status__in=OPEN_STATUSES).order_by("pk")
+        return [_report(order) for order in orders]
+
+    def fills(self, since_ns: int) -> list[BrokerFill]:
+        fills = (
+            PaperFill.objects.filter(order__account_key=self.account_key, ts_event__gte=since_ns)
+            .select_related("order")
+            .order_by("pk")
+        )
+        return [_fill_report(fill, fill.order) for fill in fills]
+
+
+def paper_match(ticks: Sequence[MarketData], *, fees: PaperFees) -> list[tuple[str, BrokerFill]]:
+    """Fill resting paper orders of every paper account against `ticks`; return (account_key, fill) pairs.
+
+    One transaction; the open orders of the ticks' symbols are row-locked so two
+    processes matching at once cannot fill the same remaining quantity twice.
+    """
+    symbols = {tick.symbol for tick in ticks}
+    produced: list[tuple[str, BrokerFill]] = []
+    with transaction.atomic():
+        orders = list(
+            PaperOrder.objects.select_for_update()
+            .filter(symbol__in=symbols, status__in=OPEN_STATUSES)
+            .order_by("pk")
+        )
+        if not orders:
+            return produced
+        for tick in ticks:
+            for order in orders:
+                if order.symbol != tick.symbol or order.status not in OPEN_STATUSES or tick.ts_recv < order.created_ns:
+                    continue
+                quantity, price = match_quantity(
+                    side=order.side,
+                    order_type=order.order_type,
+                    limit=order.price,
+                    remaining=order.quantity - order.filled_quantity,
+                    tick=tick,
+                )
+                if not quantity:
+                    continue
+                value = notional(quantity, price)
+                fee_bps = fees.taker_bps if order.order_type == OrderType.MARKET else fees.maker_bps
+                fill = PaperFill.objects.create(
+                    order=order, quantity=quantity, price=price, fee=bps_of(value, fee_bps), ts_event=tick.ts_recv
+                )
+                order.filled_quantity += quantity
+                order.filled_notional += value
+                order.status = (
+                    OrderStatus.FILLED if order.filled_quantity == order.quantity else OrderStatus.PARTIALLY_FILLED
+                )
+                order.updated_ns = tick.ts_recv
+                order.save(update_fields=["filled_quantity", "filled_notional", "status", "updated_ns"])
+                produced.append((order.account_key, _fill_report(fill, order)))
+    return produced
+
+
+def paper_open_symbols() -> set[str]:
+    return set(PaperOrder.objects.filter(status__in=OPEN_STATUSES).values_list("symbol", flat=True).distinct())
+
+
+class PaperBroker:
+    """The async Broker over one paper account, with an injected acknowledgement latency."""
+
+    name = "paper"
+
+    def __init__(
+        self,
+        *,
+        account_key: str,
+        latency_s: float = 0.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_place: Callable[[str], None] | None = None,
+    ) -> None:
+        self.exchange = PaperExchange(account_key=account_key)
+        self._latency_s = latency_s
+        self._sleep = sleep
+        self._on_place = on_place
+
+    async def _latency(self) -> None:
+        if self._latency_s:
+            await self._sleep(self._latency_s)
+
+    async def place_order(self, request: OrderRequest) -> BrokerOrder:
+        await self._latency()
+        order = await database_sync_to_async(self.exchange.place)(request)
+        if self._on_place is not None:
+            self._on_place(request.symbol)
+        return order
+
+    async def cancel_order(self, *, client_order_id: str, exchange_order_id: str, symbol: str) -> BrokerOrder:
+        await self._latency()
+        return await database_sync_to_async(self.exchange.cancel)(client_order_id)
+
+    async def fetch_order(self, *, client_order_id: str, symbol: str) -> BrokerOrder:
+        return await database_sync_to_async(self.exchange.get)(client_order_id)
+
+    async def open_orders(self, *, symbols: Sequence[str]) -> list[BrokerOrder]:
+        return await database_sync_to_async(self.exchange.open_orders)()
+
+    async def fills(self, *, symbols: Sequence[str], since_ns: int) -> list[BrokerFill]:
+        return await database_sync_to_async(self.exchange.fills)(since_ns)
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,226 @@
+"""The ledger service: the only writer of CapitalLedger, every change journaled.
+
+Each function changes the ledger row and appends one LedgerEntry with the same
+deltas, so the journal sums to the ledger at every commit. Callers hold the ledger row
+lock: take it with `ledger_lock` inside `transaction.atomic()` before anything else of
+the account (lock order: ledger, then intent/order, then position). On SQLite
+`select_for_update` is a no-op and IMMEDIATE transactions serialize writers instead.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Sum
+
+from orders.metrics import CAPITAL_INVARIANT_VIOLATIONS
+from orders.models import Account, CapitalLedger, LedgerEntry
+
+log = logging.getLogger(__name__)
+Kind = LedgerEntry.Kind
+
+
+class InsufficientCapital(Exception):
+    """A reservation larger than the account's available capital."""
+
+    def __init__(self, account_id: int, needed: int, available: int) -> None:
+        super().__init__(f"account {account_id}: needs {needed} (fixed point), {available} available")
+        self.needed = needed
+        self.available = available
+
+
+def ledger_open(*, account: Account) -> CapitalLedger:
+    """Create the account's ledger from its allocated capital, if it has none yet."""
+    from feeds.market import fixed_from_decimal
+
+    with transaction.atomic():
+        ledger, created = CapitalLedger.objects.get_or_create(account=account)
+        if created and account.allocated_capital:
+            _apply(
+                ledger,
+                Kind.ALLOCATE,
+                delta_allocated=fixed_from_decimal(account.allocated_capital),
+                reason="opening allocation",
+            )
+    return ledger
+
+
+def ledger_lock(*, account_id: int) -> CapitalLedger:
+    """Return the account's ledger row, locked until the transaction ends. Needs an open transaction."""
+    return CapitalLedger.objects.select_for_update().get(account_id=account_id)
+
+
+def _apply(
+    ledger: CapitalLedger,
+    kind: str,
+    *,
+    delta_allocated: int = 0,
+    delta_reserved_for_orders: int = 0,
+    delta_reserved_for_positions: int = 0,
+    delta_realized_pnl: int = 0,
+    client_order_id: str = "",
+    exchange_trade_id: str = "",
+    reason: str = "",
+) -> LedgerEntry:
+    ledger.allocated_capital += delta_allocated
+    ledger.reserved_for_orders += delta_reserved_for_orders
+    ledger.reserved_for_positions += delta_reserved_for_positions
+    ledger.realized_pnl += delta_realized_pnl
+    ledger.save(
+        update_fields=[
+            "allocated_capital",
+            "reserved_for_orders",
+            "reserved_for_positions",
+            "realized_pnl",
+            "updated_at",
+        ]
+    )
+    return LedgerEntry.objects.create(
+        account_id=ledger.account_id,
+        kind=kind,
+        delta_allocated=delta_allocated,
+        delta_reserved_for_orders=delta_reserved_for_orders,
+        delta_reserved_for_positions=delta_reserved_for_positions,
+        delta_realized_pnl=delta_realized_pnl,
+        client_order_id=client_order_id,
+        exchange_trade_id=exchange_trade_id,
+        reason=reason[:200],
+    )
+
+
+def ledger_allocate(*, account_id: int, allocated_capital: int) -> CapitalLedger:
+    """Set the allocation; refuses one that would leave `available` negative."""
+    with transaction.atomic():
+        ledger = ledger_lock(account_id=account_id)
+        delta = allocated_capital - ledger.allocated_capital
+        if ledger.available + delta < 0:
+            raise InsufficientCapital(account_id, -delta, ledger.available)
+        _apply(ledger, Kind.ALLOCATE, delta_allocated=delta, reason="allocation changed")
+    return ledger
+
+
+def ledger_reserve(*, ledger: CapitalLedger, amount: int, client_order_id: str) -> None:
+    """Reserve `amount` for an order about to be placed. Needs the ledger lock."""
+    if amount < 0:
+        raise ValueError("a reservation cannot be negative")
+    if amount > ledger.available:
+        raise InsufficientCapital(ledger.account_id, amount, ledger.available)
+    _apply(ledger, Kind.RESERVE, delta_reserved_for_orders=amount, client_order_id=client_order_id)
+
+
+def ledger_release(*, ledger: CapitalLedger, amount: int, client_order_id: str, reason: str) -> None:
+    """Release an order's unused reservation (cancel, reject, abandoned intent). Needs the ledger lock."""
+    if amount:
+        _apply(ledger, Kind.RELEASE, delta_reserved_for_orders=-amount, client_order_id=client_order_id, reason=reason)
+
+
+@dataclass(frozen=True)
+class EntryFillEffect:
+    locked: int  # added to reserved_for_positions for this fill
+    shortfall: int  # cost that did not fit in the account's capital (0 normally)
+
+
+def ledger_entry_fill(
+    *, ledger: CapitalLedger, release: int, cost: int, fee: int, client_order_id: str, exchange_trade_id: str
+) -> EntryFillEffect:
+    """Move an entry fill from order reservation to position reservation and charge its fee.
+
+    `release` is the fill's share of the order's reservation, `cost` its notional. If a
+    fill came in so far from the reserved price that cost and fee exceed what the
+    account has, the position locks only what fits: the exchange's fill is a fact the
+    ledger must absorb, and the constraint forbids a negative `available`. The shortfall
+    is returned and counted as a capital invariant violation.
+    """
+    room = ledger.available + release
+    charged_fee = min(fee, max(room, 0))
+    locked = min(cost, max(room - charged_fee, 0))
+    shortfall = (cost - locked) + (fee - charged_fee)
+    _apply(
+        ledger,
+        Kind.ENTRY_FILL,
+        delta_reserved_for_orders=-release,
+        delta_reserved_for_positions=locked,
+        delta_realized_pnl=-charged_fee,
+        client_order_id=client_order_id,
+        exchange_trade_id=exchange_trade_id,
+        reason=f"fee {charged_fee}" + (f", shortfall {shortfall}" if shortfall else ""),
+    )
+    if shortfall:
+        CAPITAL_INVARIANT_VIOLATIONS.inc()
+        log.error("ledger account %s: entry fill %s short by %s", ledger.account_id, exchange_trade_id, shortfall)
+    return EntryFillEffect(locked=locked, shortfall=shortfall)
+
+
+def ledger_exit_fill(
+    *, ledger: CapitalLedger, unlock: int, pnl: int, client_order_id: str, exchange_trade_id: str
+) -> int:
+    """Release an exit fill's share of the position reservation and realize its P&L (fee included).
+
+    Returns the loss that could not be absorbed (0 normally): a short that lost more
+    than the account holds cannot take `available` below zero in the ledger, so the
+    excess is counted as a capital invariant violation and logged for an operator.
+    """
+    floor = -(ledger.available + unlock)
+    realized = max(pnl, floor)
+    unabsorbed = realized - pnl
+    _apply(
+        ledger,
+        Kind.EXIT_FILL,
+        delta_reserved_for_positions=-unlock,
+        delta_realized_pnl=realized,
+        client_order_id=client_order_id,
+        exchange_trade_id=exchange_trade_id,
+        reason=f"unabsorbed loss {unabsorbed}" if unabsorbed else "",
+    )
+    if unabsorbed:
+        CAPITAL_INVARIANT_VIOLATIONS.inc()
+        log.error("ledger account %s: exit fill %s loss exceeds capital by %s", ledger.account_id, exchange_trade_id, unabsorbed)
+    return unabsorbed
+
+
+@dataclass(frozen=True)
+class InvariantReport:
+    account_id: int
+    ok: bool
+    problems: tuple[str, ...]
+
+
+def ledger_check(*, account_id: int) -> InvariantReport:
+    """Check one account: journal sums equal the ledger, reservations match open orders and positions, nothing negative."""
+    from orders.models import Order, OrderIntent, Position
+
+    ledger = CapitalLedger.objects.get(account_id=account_id)
+    sums = LedgerEntry.objects.filter(account_id=account_id).aggregate(
+        allocated=Sum("delta_allocated"),
+        orders=Sum("delta_reserved_for_orders"),
+        positions=Sum("delta_reserved_for_positions"),
+        pnl=Sum("delta_realized_pnl"),
+    )
+    problems: list[str] = []
+    for field, key in (
+        ("allocated_capital", "allocated"),
+        ("reserved_for_orders", "orders"),
+        ("reserved_for_positions", "positions"),
+        ("realized_pnl", "pnl"),
+    ):
+        if int(sums[key] or 0) != getattr(ledger, field):
+            problems.append(f"{field} {getattr(ledger, field)} != journal {sums[key] or 0}")
+    held_by_orders = int(Order.objects.filter(account_id=account_id).aggregate(s=Sum("reserved"))["s"] or 0)
+    held_by_intents = int(
+        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).aggregate(s=Sum("reserved"))["s"] or 0
+    )
+    if held_by_orders + held_by_intents != ledger.reserved_for_orders:
+        problems.append(
+            f"reserved_for_orders {ledger.reserved_for_orders} != orders {held_by_orders} + pending intents {held_by_intents}"
+        )
+    locked = int(
+        Position.objects.filter(account_id=account_id, state=Position.State.OPEN).aggregate(s=Sum("locked"))["s"] or 0
+    )
+    if locked != ledger.reserved_for_positions:
+        problems.append(f"reserved_for_positions {ledger.reserved_for_positions} != open positions {locked}")
+    if ledger.available < 0:
+        problems.append(f"available {ledger.available} < 0")
+    if problems:
+        CAPITAL_INVARIANT_VIOLATIONS.inc()
+    return InvariantReport(account_id, not problems, tuple(problems))

@@ -1,0 +1,359 @@
+"""Lifecycle handlers: the only code that writes intents, orders, fills and positions.
+
+The trade executor and reconciliation both go through these (seed 003: corrections
+are never raw status patches). Each handler is one durable transaction that locks the
+account's ledger row first, then the intent/order, then the position, and is
+idempotent: persisting an order twice, or applying the same fill twice, is a no-op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from feeds.market import fixed_from_decimal, fixed_to_str
+from feeds.models import Instrument
+from orders import ledger as ledger_service
+from orders.audit import audit_record
+from orders.brokers.base import BrokerFill, BrokerOrder
+from orders.events import push_trade_event_on_commit
+from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, OrderStatus, Position
+from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
+from orders.money import notional, pro_rata
+
+ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
+
+
+@dataclass(frozen=True)
+class IntentSpec:
+    """What the executor wants placed (all numbers fixed point, already rounded)."""
+
+    client_order_id: str
+    account_id: int
+    strategy_id: int | None
+    instrument_id: int
+    intent: str  # Intent
+    position_side: str  # PositionSide
+    side: str  # OrderSide
+    order_type: str  # OrderType
+    quantity: int
+    price: int
+    reserve: int
+    signal_kind: str = ""
+    signal_output_id: str = ""
+
+
+def intent_create(*, spec: IntentSpec) -> tuple[OrderIntent, bool]:
+    """Reserve capital and record the intent before the broker is called; return (intent, created).
+
+    Raises ledger.InsufficientCapital (nothing written) when the reservation does not fit.
+    """
+    if not CapitalLedger.objects.filter(account_id=spec.account_id).exists():
+        ledger_service.ledger_open(account=Account.objects.get(pk=spec.account_id))
+    with transaction.atomic(durable=True):
+        ledger = ledger_service.ledger_lock(account_id=spec.account_id)
+        existing = OrderIntent.objects.filter(client_order_id=spec.client_order_id).first()
+        if existing is not None:
+            return existing, False
+        ledger_service.ledger_reserve(ledger=ledger, amount=spec.reserve, client_order_id=spec.client_order_id)
+        intent = OrderIntent.objects.create(
+            client_order_id=spec.client_order_id,
+            account_id=spec.account_id,
+            strategy_id=spec.strategy_id,
+            instrument_id=spec.instrument_id,
+            intent=spec.intent,
+            position_side=spec.position_side,
+            side=spec.side,
+            order_type=spec.order_type,
+            quantity=spec.quantity,
+            price=spec.price,
+            reserved=spec.reserve,
+            signal_kind=spec.signal_kind,
+            signal_output_id=spec.signal_output_id,
+        )
+    return intent, True
+
+
+def intent_abandon(*, client_order_id: str, reason: str, via_reconciliation: bool = False) -> bool:
+    """The broker certainly does not have this order: release its reservation. Returns whether it changed."""
+    with transaction.atomic(durable=True):
+        intent = OrderIntent.objects.get(client_order_id=client_order_id)
+        ledger = ledger_service.ledger_lock(account_id=intent.account_id)
+        intent = OrderIntent.objects.select_for_update().get(pk=intent.pk)
+        if intent.state != OrderIntent.State.PENDING:
+            return False
+        ledger_service.ledger_release(
+            ledger=ledger, amount=intent.reserved, client_order_id=client_order_id, reason=f"abandoned: {reason}"
+        )
+        intent.state = OrderIntent.State.ABANDONED
+        intent.save(update_fields=["state", "updated_at"])
+        audit_record(
+            event="reconcile.abandon" if via_reconciliation else f"{intent.intent.lower()}.failed",
+            account_id=intent.account_id,
+            strategy_id=intent.strategy_id,
+            client_order_id=client_order_id,
+            message=reason,
+        )
+    return True
+
+
+def _event(order: Order, kind: str, **extra: object) -> dict[str, object]:
+    return {
+        "event": kind,
+        "account_id": order.account_id,
+        "client_order_id": order.client_order_id,
+        "intent": order.intent,
+        "side": order.side,
+        "status": order.status,
+        "quantity": fixed_to_str(order.quantity),
+        "filled_quantity": fixed_to_str(order.filled_quantity),
+        **extra,
+    }
+
+
+def lifecycle_persist(
+    *, broker_order: BrokerOrder, via_reconciliation: bool = False, before_commit: Callable[[], None] | None = None
+) -> Order:
+    """Persist a broker-confirmed order: order row, position seed, intent handed over; one transaction.
+
+    Idempotent on the client order id. A broker status that already ended without a
+    fill (rejected on arrival) releases the reservation in the same transaction.
+    """
+    with transaction.atomic(durable=True):
+        intent = OrderIntent.objects.get(client_order_id=broker_order.client_order_id)
+        ledger = ledger_service.ledger_lock(account_id=intent.account_id)
+        existing = Order.objects.filter(client_order_id=broker_order.client_order_id).first()
+        if existing is not None:
+            return existing
+        intent = OrderIntent.objects.select_for_update().get(pk=intent.pk)
+        reserved = intent.reserved
+        if intent.state == OrderIntent.State.ABANDONED:
+            # Abandoned too early (a slow broker outlived the lock); the order exists after
+            # all, so it takes back its reservation, as far as capital allows.
+            reserved = min(intent.reserved, max(ledger.available, 0))
+            ledger_service.ledger_reserve(ledger=ledger, amount=reserved, client_order_id=intent.client_order_id)
+        position = _position_for(intent)
+        order = Order.objects.create(
+            client_order_id=intent.client_order_id,
+            exchange_order_id=broker_order.exchange_order_id,
+            intent_row=intent,
+            account_id=intent.account_id,
+            strategy_id=intent.strategy_id,
+            instrument_id=intent.instrument_id,
+            position=position,
+            intent=intent.intent,
+            side=intent.side,
+            order_type=intent.order_type,
+            quantity=intent.quantity,
+            price=intent.price,
+            status=OrderStatus.NEW if broker_order.status == OrderStatus.NEW else OrderStatus.SUBMITTED,
+            reserved=reserved,
+            via_reconciliation=via_reconciliation,
+        )
+        intent.state = OrderIntent.State.PLACED
+        intent.save(update_fields=["state", "updated_at"])
+        audit_record(
+            event="reconcile.adopt" if via_reconciliation else f"{intent.intent.lower()}.placed",
+            account_id=intent.account_id,
+            strategy_id=intent.strategy_id,
+            client_order_id=intent.client_order_id,
+            message=f"exchange order {broker_order.exchange_order_id}",
+        )
+        if broker_order.status in ENDED_WITHOUT_FILLING and broker_order.filled_quantity == 0:
+            _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
+        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
+        push_trade_event_on_commit(owner_id, _event(order, "order"))
+        if before_commit is not None:
+            before_commit()
+    return order
+
+
+def _position_for(intent: OrderIntent) -> Position:
+    open_position = (
+        Position.objects.select_for_update()
+        .filter(
+            account_id=intent.account_id,
+            instrument_id=intent.instrument_id,
+            strategy_id=intent.strategy_id,
+            state=Position.State.OPEN,
+        )
+        .first()
+    )
+    if open_position is not None:
+        return open_position
+    if intent.intent == Intent.EXIT:
+        # The position closed meanwhile (a reconciliation found the exit late): attach
+        # the order to the position it was meant to close.
+        last = (
+            Position.objects.filter(
+                account_id=intent.account_id, instrument_id=intent.instrument_id, strategy_id=intent.strategy_id
+            )
+            .order_by("-id")
+            .first()
+        )
+        if last is not None:
+            return last
+    return Position.objects.create(
+        account_id=intent.account_id,
+        instrument_id=intent.instrument_id,
+        strategy_id=intent.strategy_id,
+        side=intent.position_side,
+    )
+
+
+def _multiplier(instrument_id: int) -> int:
+    value = Instrument.objects.values_list("contract_multiplier", flat=True).get(pk=instrument_id)
+    return fixed_from_decimal(value)
+
+
+def lifecycle_apply_fill(*, account_id: int, fill: BrokerFill, via_reconciliation: bool = False) -> bool:
+    """Apply one broker fill (entry fill or exit fill handler); False when unknown order or already applied."""
+    with transaction.atomic(durable=True):
+        ledger = ledger_service.ledger_lock(account_id=account_id)
+        order = (
+            Order.objects.select_for_update()
+            .filter(account_id=account_id, exchange_order_id=fill.exchange_order_id)
+            .first()
+        )
+        if order is None or Fill.objects.filter(account_id=account_id, exchange_trade_id=fill.exchange_trade_id).exists():
+            return False
+        position = Position.objects.select_for_update().get(pk=order.position_id)
+        quantity = min(fill.quantity, order.quantity - order.filled_quantity)
+        if quantity <= 0:
+            return False
+        Fill.objects.create(
+            account_id=account_id,
+            order=order,
+            exchange_trade_id=fill.exchange_trade_id,
+            quantity=quantity,
+            price=fill.price,
+            fee=fill.fee,
+            ts_event=fill.ts_event,
+            via_reconciliation=via_reconciliation,
+        )
+        value = notional(quantity, fill.price, _multiplier(order.instrument_id))
+        if order.intent == Intent.ENTRY:
+            _entry_fill(ledger, order, position, quantity, value, fill)
+        else:
+            _exit_fill(ledger, order, position, quantity, value, fill)
+        order.filled_quantity += quantity
+        order.filled_notional += value
+        if order.status not in TERMINAL_STATUSES:
+            order.status = OrderStatus.FILLED if order.filled_quantity == order.quantity else OrderStatus.PARTIALLY_FILLED
+        order.save(update_fields=["filled_quantity", "filled_notional", "status", "reserved", "reserve_released", "updated_at"])
+        audit_record(
+            event=f"{order.intent.lower()}.fill",
+            account_id=account_id,
+            strategy_id=order.strategy_id,
+            client_order_id=order.client_order_id,
+            message=f"{fixed_to_str(quantity)} @ {fixed_to_str(fill.price)}",
+            details={"trade_id": fill.exchange_trade_id, "via_reconciliation": via_reconciliation},
+        )
+        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=account_id)
+        push_trade_event_on_commit(
+            owner_id, _event(order, "fill", price=fixed_to_str(fill.price), fill_quantity=fixed_to_str(quantity))
+        )
+    return True
+
+
+def _entry_fill(ledger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill) -> None:  # type: ignore[no-untyped-def]
+    total = order.reserved + order.reserve_released
+    after = order.filled_quantity + quantity
+    release = pro_rata(total, after, order.quantity) - pro_rata(total, order.filled_quantity, order.quantity)
+    release = min(release, order.reserved)  # a fill after a cancel has nothing left to release
+    effect = ledger_service.ledger_entry_fill(
+        ledger=ledger,
+        release=release,
+        cost=value,
+        fee=fill.fee,
+        client_order_id=order.client_order_id,
+        exchange_trade_id=fill.exchange_trade_id,
+    )
+    order.reserved -= release
+    order.reserve_released += release
+    position.quantity += quantity
+    position.cost += value
+    position.locked += effect.locked
+    position.realized_pnl -= fill.fee
+    if position.state == Position.State.CLOSED:
+        position.state = Position.State.OPEN
+        position.closed_at = None
+    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at"])
+
+
+def _exit_fill(ledger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill) -> None:  # type: ignore[no-untyped-def]
+    held = position.quantity
+    closing = min(quantity, held)
+    if closing <= 0:
+        unlock, cost_share = 0, 0
+    else:
+        unlock = pro_rata(position.locked, closing, held)
+        cost_share = pro_rata(position.cost, closing, held)
+    proceeds = notional(closing, fill.price, _multiplier(order.instrument_id)) if closing else 0
+    gross = proceeds - cost_share if position.side == PositionSide.LONG else cost_share - proceeds
+    pnl = gross - fill.fee
+    ledger_service.ledger_exit_fill(
+        ledger=ledger,
+        unlock=unlock,
+        pnl=pnl,
+        client_order_id=order.client_order_id,
+        exchange_trade_id=fill.exchange_trade_id,
+    )
+    position.quantity -= closing
+    position.cost -= cost_share
+    position.locked -= unlock
+    position.realized_pnl += pnl
+    if position.quantity == 0:
+        position.state = Position.State.CLOSED
+        position.closed_at = timezone.now()
+    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at"])
+
+
+def lifecycle_order_update(*, account_id: int, broker_order: BrokerOrder, via_reconciliation: bool = False) -> bool:
+    """Apply a broker status that is not a fill: working (NEW -> SUBMITTED) or ended (cancel handler).
+
+    An ended status releases exactly the unfilled reservation. Callers apply the
+    order's fills first; FILLED itself is reached through fills only.
+    """
+    with transaction.atomic(durable=True):
+        ledger = ledger_service.ledger_lock(account_id=account_id)
+        order = Order.objects.select_for_update().filter(client_order_id=broker_order.client_order_id).first()
+        if order is None or order.account_id != account_id or order.is_terminal:
+            return False
+        if broker_order.status in ENDED_WITHOUT_FILLING:
+            _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
+        elif broker_order.status in (OrderStatus.SUBMITTED, OrderStatus.PARTIALLY_FILLED) and order.status == OrderStatus.NEW:
+            order.status = OrderStatus.SUBMITTED
+            order.save(update_fields=["status", "updated_at"])
+        else:
+            return False
+        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=account_id)
+        push_trade_event_on_commit(owner_id, _event(order, "order"))
+    return True
+
+
+def _end_order(ledger, order: Order, status: str, *, via_reconciliation: bool) -> None:  # type: ignore[no-untyped-def]
+    unfilled = order.reserved
+    ledger_service.ledger_release(
+        ledger=ledger, amount=unfilled, client_order_id=order.client_order_id, reason=f"order {status.lower()}"
+    )
+    order.reserve_released += order.reserved
+    order.reserved = 0
+    order.status = status
+    order.save(update_fields=["status", "reserved", "reserve_released", "updated_at"])
+    position = Position.objects.select_for_update().get(pk=order.position_id)
+    if order.intent == Intent.ENTRY and position.state == Position.State.OPEN and position.quantity == 0:
+        still_working = position.orders.exclude(pk=order.pk).exclude(status__in=TERMINAL_STATUSES).exists()
+        if not still_working:
+            position.state = Position.State.CLOSED
+            position.closed_at = timezone.now()
+            position.save(update_fields=["state", "closed_at"])
+    audit_record(
+        event="reconcile.cancel" if via_reconciliation else f"{order.intent.lower()}.{status.lower()}",
+        account_id=order.account_id,
+        strategy_id=order.strategy_id,
+        client_order_id=order.client_order_id,
+        message=f"unfilled reservation {fixed_to_str(unfilled)} released",
+    )

@@ -1,0 +1,366 @@
+"""Reconciliation: a pure diff of the database against the broker, applied through the lifecycle handlers.
+
+Per account, under the account's reconcile lease: read the pending intents and working
+orders, ask the broker for its open orders, for every order we are unsure of, and for
+recent fills; `diff` turns the two views into corrections; each correction goes
+through the same handler the live path uses (seed 003 phase 5; never a raw status
+patch). The same pass runs at startup before trading resumes (restart rebuild).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable, Sequence
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from orders import lifecycle
+from orders.audit import audit_record
+from orders.brokers.base import Broker, BrokerError, BrokerFill, BrokerOrder, OrderNotFound
+from orders.client_ids import client_id_prefix
+from orders.ledger import ledger_check
+from orders.locks import RECONCILE_SCOPE, entry_scope, lock_acquire, lock_release, new_owner_token
+from orders.metrics import (
+    RECONCILIATION_LAST_RUN,
+    RECONCILIATION_MISMATCHES,
+    RECONCILIATION_MISSING_AT_BROKER,
+    RECONCILIATION_MISSING_IN_DB,
+)
+from orders.models import Account, Fill, Order, OrderIntent
+from orders.models.lifecycle import TERMINAL_STATUSES, OrderStatus
+
+log = logging.getLogger(__name__)
+
+ENDED = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
+FILL_LOOKBACK = timedelta(minutes=5)
+
+
+# ---- the two views ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LocalOrder:
+    client_order_id: str
+    exchange_order_id: str
+    status: str
+    filled_quantity: int
+
+
+@dataclass(frozen=True)
+class LocalState:
+    """What the database says about one account."""
+
+    account_id: int
+    prefix: str  # our client-id prefix for this account
+    pending_intents: tuple[str, ...]  # client ids whose entry lock reconciliation holds
+    working: tuple[LocalOrder, ...]  # orders not terminal
+    known_trade_ids: frozenset[str]
+    known_client_ids: frozenset[str]  # every intent of the account, whatever its state
+
+
+@dataclass(frozen=True)
+class VenueReport:
+    """What the broker says: open orders, the orders asked for by id, recent fills."""
+
+    open_orders: tuple[BrokerOrder, ...]
+    looked_up: dict[str, BrokerOrder | None]  # client id -> order, None = the broker never had it
+    fills: tuple[BrokerFill, ...]
+
+
+# ---- corrections --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Adopt:
+    """An intent whose order exists at the broker: persist its lifecycle (crash after place)."""
+
+    order: BrokerOrder
+
+
+@dataclass(frozen=True)
+class Abandon:
+    """An intent the broker never received: release its reservation (crash before place)."""
+
+    client_order_id: str
+
+
+@dataclass(frozen=True)
+class ApplyFill:
+    fill: BrokerFill
+
+
+@dataclass(frozen=True)
+class UpdateStatus:
+    """An order that ended (cancel handler) or started working at the broker."""
+
+    order: BrokerOrder
+
+
+@dataclass(frozen=True)
+class CancelForeign:
+    """An order with our prefix and no intent at all: not ours to keep; cancel it at the broker."""
+
+    order: BrokerOrder
+
+
+@dataclass(frozen=True)
+class MissingAtBroker:
+    """A working order the broker does not know: reported, never guessed at."""
+
+    client_order_id: str
+
+
+Correction = Adopt | Abandon | ApplyFill | UpdateStatus | CancelForeign | MissingAtBroker
+
+
+def diff(local: LocalState, venue: VenueReport) -> list[Correction]:
+    """Return the corrections that bring `local` to the broker's truth, in the order to apply them.
+
+    Pure. Adoptions come first (their fills need the order row), then fills, then
+    status changes, whose ended states release only what fills did not consume.
+    """
+    adopt: list[Correction] = []
+    abandon: list[Correction] = []
+    for client_id in local.pending_intents:
+        report = venue.looked_up.get(client_id, _absent)
+        if report is _absent:
+            continue  # not asked this pass
+        if report is None:
+            abandon.append(Abandon(client_id))
+        else:
+            adopt.append(Adopt(report))  # type: ignore[arg-type]
+    ours: dict[str, BrokerOrder] = {}
+    for order in venue.open_orders:
+        ours[order.client_order_id] = order
+    for client_id, looked in venue.looked_up.items():
+        if looked is not None:
+            ours.setdefault(client_id, looked)
+    foreign = [
+        CancelForeign(order)
+        for order in venue.open_orders
+        if order.client_order_id.startswith(local.prefix) and order.client_order_id not in local.known_client_ids
+    ]
+    exchange_ids = {o.exchange_order_id for o in local.working if o.exchange_order_id}
+    exchange_ids |= {c.order.exchange_order_id for c in adopt if isinstance(c, Adopt)}
+    fills: list[Correction] = [
+        ApplyFill(fill)
+        for fill in venue.fills
+        if fill.exchange_order_id in exchange_ids and fill.exchange_trade_id not in local.known_trade_ids
+    ]
+    new_fill_qty: dict[str, int] = {}
+    for correction in fills:
+        assert isinstance(correction, ApplyFill)
+        key = correction.fill.exchange_order_id
+        new_fill_qty[key] = new_fill_qty.get(key, 0) + correction.fill.quantity
+    statuses: list[Correction] = []
+    missing: list[Correction] = []
+    for order in local.working:
+        report = ours.get(order.client_order_id)
+        if report is None:
+            if venue.looked_up.get(order.client_order_id, _absent) is None:
+                missing.append(MissingAtBroker(order.client_order_id))
+            continue
+        filled_after = order.filled_quantity + new_fill_qty.get(order.exchange_order_id, 0)
+        changed = report.status in ENDED or (order.status == OrderStatus.NEW and report.status != OrderStatus.NEW)
+        # An ended order whose fills are not all in yet waits a pass: releasing now would
+        # release capital a late fill still needs.
+        if changed and filled_after == report.filled_quantity:
+            statuses.append(UpdateStatus(report))
+    for correction in adopt:
+        assert isinstance(correction, Adopt)
+        if correction.order.status in ENDED:
+            filled_after = new_fill_qty.get(correction.order.exchange_order_id, 0)
+            if filled_after == correction.order.filled_quantity:
+                statuses.append(UpdateStatus(correction.order))
+    return [*adopt, *fills, *statuses, *abandon, *foreign, *missing]
+
+
+_absent = object()
+
+
+# ---- the pass -----------------------------------------------------------------------
+
+@dataclass
+class ReconcileResult:
+    account_id: int
+    skipped: str = ""
+    corrections: dict[str, int] = field(default_factory=dict)
+    invariant_problems: tuple[str, ...] = ()
+
+
+def _load_local(account_id: int, prefix: str, owner: str, lock_ttl_s: float) -> tuple[LocalState, dict[str, str], list[str]]:
+    """Read the account's state; take the entry lease of each pending intent's instrument (skipping busy ones)."""
+    pending = list(
+        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).values(
+            "client_order_id", "instrument_id", "instrument__venue_symbol"
+        )
+    )
+    held_scopes: list[str] = []
+    claimed: list[str] = []
+    symbol_of: dict[str, str] = {}
+    for row in pending:
+        scope = entry_scope(row["instrument_id"])
+        if scope in held_scopes or lock_acquire(account_id=account_id, scope=scope, owner=owner, ttl_s=lock_ttl_s):
+            if scope not in held_scopes:
+                held_scopes.append(scope)
+            # Re-read under the lease: the entry may have finished just before we took it.
+            if OrderIntent.objects.filter(client_order_id=row["client_order_id"], state=OrderIntent.State.PENDING).exists():
+                claimed.append(row["client_order_id"])
+                symbol_of[row["client_order_id"]] = row["instrument__venue_symbol"]
+    working = [
+        (LocalOrder(o.client_order_id, o.exchange_order_id, o.status, o.filled_quantity), o.instrument.venue_symbol)
+        for o in Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).select_related("instrument")
+    ]
+    for order, symbol in working:
+        symbol_of[order.client_order_id] = symbol
+    known_trades = frozenset(
+        Fill.objects.filter(account_id=account_id, order__client_order_id__in=[o.client_order_id for o, _ in working])
+        .values_list("exchange_trade_id", flat=True)
+    )
+    known_clients = frozenset(OrderIntent.objects.filter(account_id=account_id).values_list("client_order_id", flat=True))
+    state = LocalState(
+        account_id=account_id,
+        prefix=prefix,
+        pending_intents=tuple(claimed),
+        working=tuple(o for o, _ in working),
+        known_trade_ids=known_trades,
+        known_client_ids=known_clients,
+    )
+    return state, symbol_of, held_scopes
+
+
+def _oldest_open_ns(account_id: int) -> int:
+    oldest = (
+        Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).order_by("created_at").first()
+    )
+    intent = OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).order_by("created_at").first()
+    moments = [row.created_at for row in (oldest, intent) if row is not None]
+    start = min(moments) if moments else timezone.now()
+    return int((start - FILL_LOOKBACK).timestamp() * 1e9)
+
+
+async def reconcile_account(
+    *, account_id: int, broker: Broker, prefix: str, lock_ttl_s: float = 30.0, tracker: "ReconcileTracker | None" = None
+) -> ReconcileResult:
+    """Run one reconciliation pass for one account."""
+    result = ReconcileResult(account_id)
+    owner = new_owner_token()
+    if not await database_sync_to_async(lock_acquire)(
+        account_id=account_id, scope=RECONCILE_SCOPE, owner=owner, ttl_s=lock_ttl_s
+    ):
+        result.skipped = "another process is reconciling this account"
+        return result
+    held: list[str] = []
+    try:
+        account_prefix = client_id_prefix(prefix, account_id)
+        local, symbol_of, held = await database_sync_to_async(_load_local)(account_id, account_prefix, owner, lock_ttl_s)
+        symbols = sorted(set(symbol_of.values()))
+        open_orders = await broker.open_orders(symbols=symbols)
+        open_ids = {order.client_order_id for order in open_orders}
+        looked_up: dict[str, BrokerOrder | None] = {}
+        unsure = [*local.pending_intents, *(o.client_order_id for o in local.working if o.client_order_id not in open_ids)]
+        for client_id in unsure:
+            try:
+                looked_up[client_id] = await broker.fetch_order(client_order_id=client_id, symbol=symbol_of[client_id])
+            except OrderNotFound:
+                looked_up[client_id] = None
+        since_ns = await database_sync_to_async(_oldest_open_ns)(account_id)
+        fill_symbols = sorted(set(symbols) | {o.symbol for o in open_orders})
+        fills = await broker.fills(symbols=fill_symbols, since_ns=since_ns) if fill_symbols else []
+        venue = VenueReport(tuple(open_orders), looked_up, tuple(fills))
+        corrections = diff(local, venue)
+        for correction in corrections:
+            await _apply(correction, account_id, broker)
+            kind = type(correction).__name__
+            result.corrections[kind] = result.corrections.get(kind, 0) + 1
+            if not isinstance(correction, MissingAtBroker):
+                RECONCILIATION_MISMATCHES.labels(kind).inc()
+        report = await database_sync_to_async(ledger_check)(account_id=account_id)
+        result.invariant_problems = report.problems
+        if report.problems:
+            log.error("orders reconcile account %s: capital invariant: %s", account_id, "; ".join(report.problems))
+    finally:
+        for scope in held:
+            await database_sync_to_async(lock_release)(account_id=account_id, scope=scope, owner=owner)
+        await database_sync_to_async(lock_release)(account_id=account_id, scope=RECONCILE_SCOPE, owner=owner)
+    if tracker is not None:
+        tracker.record(result)
+    return result
+
+
+async def _apply(correction: Correction, account_id: int, broker: Broker) -> None:
+    if isinstance(correction, Adopt):
+        await database_sync_to_async(lifecycle.lifecycle_persist)(broker_order=correction.order, via_reconciliation=True)
+    elif isinstance(correction, Abandon):
+        await database_sync_to_async(lifecycle.intent_abandon)(
+            client_order_id=correction.client_order_id, reason="the broker has no such order", via_reconciliation=True
+        )
+    elif isinstance(correction, ApplyFill):
+        await database_sync_to_async(lifecycle.lifecycle_apply_fill)(
+            account_id=account_id, fill=correction.fill, via_reconciliation=True
+        )
+    elif isinstance(correction, UpdateStatus):
+        await database_sync_to_async(lifecycle.lifecycle_order_update)(
+            account_id=account_id, broker_order=correction.order, via_reconciliation=True
+        )
+    elif isinstance(correction, CancelForeign):
+        try:
+            await broker.cancel_order(
+                client_order_id=correction.order.client_order_id,
+                exchange_order_id=correction.order.exchange_order_id,
+                symbol=correction.order.symbol,
+            )
+        except BrokerError as exc:
+            log.warning("orders reconcile: cancel of foreign %s failed: %s", correction.order.client_order_id, exc)
+        await database_sync_to_async(audit_record)(
+            event="reconcile.foreign",
+            account_id=account_id,
+            client_order_id=correction.order.client_order_id,
+            message="order with our prefix and no intent: canceled at the broker",
+        )
+    elif isinstance(correction, MissingAtBroker):
+        await database_sync_to_async(audit_record)(
+            event="reconcile.missing_at_broker",
+            account_id=account_id,
+            client_order_id=correction.client_order_id,
+            message="working order unknown to the broker; left as is for an operator",
+        )
+
+
+class ReconcileTracker:
+    """Counters of the last passes for health: mismatches, missing counts, invariant problems."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self.last_run: float | None = None
+        self.mismatches = 0
+        self.missing_at_broker = 0
+        self.missing_in_db = 0
+        self.invariant_violations = 0
+        self.clean_passes = 0
+
+    def record(self, result: ReconcileResult) -> None:
+        self.last_run = self._clock()
+        corrections = sum(n for kind, n in result.corrections.items() if kind != "MissingAtBroker")
+        self.mismatches += corrections
+        self.missing_at_broker = result.corrections.get("MissingAtBroker", 0)
+        self.missing_in_db = result.corrections.get("Adopt", 0) + result.corrections.get("CancelForeign", 0)
+        self.invariant_violations += 1 if result.invariant_problems else 0
+        self.clean_passes = self.clean_passes + 1 if not corrections and not result.invariant_problems else 0
+        RECONCILIATION_LAST_RUN.set(self.last_run)
+        RECONCILIATION_MISSING_AT_BROKER.set(self.missing_at_broker)
+        RECONCILIATION_MISSING_IN_DB.set(self.missing_in_db)
+
+
+def accounts_to_reconcile(brokers: Sequence[str] | None = None) -> list[tuple[int, str, str]]:
+    """Return (account id, broker, trade mode) of every account with a ledger, one mode per account."""
+    rows = Account.objects.filter(ledger__isnull=False).order_by("pk")
+    if brokers is not None:
+        rows = rows.filter(broker__in=brokers)
+    result = []
+    for account in rows.prefetch_related("trade_settings"):
+        modes = {setting.mode for setting in account.trade_settings.all()} or {"paper" if account.broker == "paper" else "live"}
+        for mode in sorted(modes):
+            result.append((account.pk, account.broker, mode))
+    return result

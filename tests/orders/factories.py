@@ -1,0 +1,90 @@
+"""Factories for orders tests: a user with an account on a strategy, signals, ticks."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+
+from feeds.market import MarketData, parse_fixed
+from feeds.models import Feed, Instrument, MarketType
+from orders.ledger import ledger_open
+from orders.models import Account, TradeSetting
+from processor.models import Strategy
+from processor.signals import Signal, SignalKind
+
+_seq = itertools.count(1)
+
+
+@dataclass
+class Setup:
+    account: Account
+    strategy: Strategy
+    instrument: Instrument
+    setting: TradeSetting
+
+
+def make_instrument(feed_name: str = "sim", symbol: str = "BTCUSDT", *, venue: str = "simulated") -> Instrument:
+    feed, _ = Feed.objects.get_or_create(
+        name=feed_name,
+        defaults={"venue": venue, "market_type": MarketType.SIMULATED if venue == "simulated" else MarketType.PERPETUAL},
+    )
+    instrument, _ = Instrument.objects.get_or_create(
+        feed=feed,
+        venue_symbol=symbol,
+        defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")},
+    )
+    return instrument
+
+
+def make_strategy(name: str | None = None) -> Strategy:
+    return Strategy.objects.create(
+        name=name or f"ema-{next(_seq)}", kind="ema", params={"timeframe_s": 60, "fast": 3, "slow": 5}
+    )
+
+
+def make_setup(
+    *,
+    username: str | None = None,
+    capital: str = "10000",
+    quantity: str = "0.01",
+    broker: str = "paper",
+    mode: str = "paper",
+    order_type: str = "MARKET",
+    strategy: Strategy | None = None,
+    instrument: Instrument | None = None,
+) -> Setup:
+    user = get_user_model().objects.create_user(username=username or f"trader{next(_seq)}", password="pw-123456")
+    account = Account.objects.create(owner=user, name="main", broker=broker, allocated_capital=Decimal(capital))
+    ledger_open(account=account)
+    strategy = strategy or make_strategy()
+    instrument = instrument or make_instrument()
+    setting = TradeSetting.objects.create(
+        strategy=strategy, account=account, quantity=Decimal(quantity), mode=mode, order_type=order_type
+    )
+    return Setup(account, strategy, instrument, setting)
+
+
+def make_signal(
+    strategy: Strategy, kind: SignalKind, price: str = "50000", *, symbol: str = "BTCUSDT", feed: str = "sim",
+    occurrence_ns: int | None = None,
+) -> Signal:
+    n = next(_seq)
+    return Signal(
+        strategy_id=strategy.pk,
+        strategy_name=strategy.name,
+        feed=feed,
+        symbol=symbol,
+        kind=kind,
+        price=parse_fixed(price),
+        emitted_ns=time.time_ns(),
+        occurrence_ns=occurrence_ns if occurrence_ns is not None else 1_764_460_800_000_000_000 + n,
+        output_id=f"out-{n}",
+    )
+
+
+def tick(price: str, volume: str, *, symbol: str = "BTCUSDT", ts_recv: int | None = None) -> MarketData:
+    ts = ts_recv if ts_recv is not None else time.time_ns() + 1_000_000_000
+    return MarketData(symbol=symbol, price=parse_fixed(price), volume=parse_fixed(volume), ts_event=ts, ts_recv=ts)
