@@ -1,0 +1,81 @@
+"""`manage.py backtest`: the live processor code over a CSV, JSON lines on stdout."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+EMA = '{"timeframe_s": 10, "fast": 1, "slow": 3}'
+
+
+def write_csv(path, rows, header="ts_ms,symbol,price,volume"):
+    path.write_text(header + "\n" + "".join(f"{r}\n" for r in rows))
+    return str(path)
+
+
+def backtest(*args, **options):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("backtest", *args, stdout=out, stderr=err, **options)
+    return [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+
+
+@pytest.fixture
+def ema_csv(tmp_path):
+    return write_csv(tmp_path / "ticks.csv", [
+        "1000,BTC-USD,100,1", "11000,BTC-USD,101,1", "21000,BTC-USD,102,1",
+        "31000,BTC-USD,103,0.5", "33000,BTC-USD,90.5,2",
+    ])
+
+
+def test_writes_every_output_then_each_signal_after_the_output_of_its_tick(ema_csv):
+    lines, summary = backtest("--strategy", "ema", "--params", EMA, "--ticks", ema_csv)
+    assert [line["type"] for line in lines] == ["output"] * 4 + ["signal"] + ["output", "signal", "signal"]
+    assert lines[0] == {
+        "type": "output", "symbol": "BTC-USD", "time_ms": 0, "occurrence_time_ms": 1000,
+        "values": {"fast": 100.0, "slow": 100.0},
+    }
+    assert lines[3]["time_ms"] == 30000 and lines[3]["occurrence_time_ms"] == 31000
+    assert lines[4] == {"type": "signal", "symbol": "BTC-USD", "kind": "ENTRY_LONG",
+                        "occurrence_time_ms": 31000, "price": "103"}
+    assert [(line["kind"], line["price"]) for line in lines[6:]] == [("EXIT_LONG", "90.5"), ("ENTRY_SHORT", "90.5")]
+    assert "5 ticks" in summary and "3 signals" in summary and "ticks/s" in summary
+
+
+def test_signals_only_writes_only_signal_lines(ema_csv):
+    lines, _ = backtest("--strategy", "ema", "--params", EMA, "--ticks", ema_csv, "--signals-only")
+    assert [line["kind"] for line in lines] == ["ENTRY_LONG", "EXIT_LONG", "ENTRY_SHORT"]
+
+
+def test_volume_bars_are_exact_decimal_strings_per_symbol(tmp_path):
+    path = write_csv(tmp_path / "t.csv", [
+        "1000,A,10.1,0.1", "2000,B,5,1", "3000,A,10.3,0.2", "4000,A,9.95,0.3",
+    ])
+    params = '{"bar_volume": "0.3", "lookback": 1, "hold_bars": 1, "cooldown_bars": 0}'
+    lines, _ = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path)
+    a = [line for line in lines if line["symbol"] == "A"]
+    assert a[1]["values"] == {"open": "10.1", "high": "10.3", "low": "10.1", "close": "10.3", "volume": "0.3"}
+    assert a[1]["time_ms"] == 1000 and a[1]["occurrence_time_ms"] == 3000
+    assert a[2]["values"]["open"] == "9.95" and a[2]["time_ms"] == 4000
+    assert [line["kind"] for line in lines if line["type"] == "signal"] == ["ENTRY_SHORT"]
+
+
+def test_invalid_params_name_the_field(ema_csv):
+    with pytest.raises(CommandError, match="slow"):
+        backtest("--strategy", "ema", "--params", '{"timeframe_s": 10, "fast": 5, "slow": 3}', "--ticks", ema_csv)
+    with pytest.raises(CommandError, match="unknown strategy kind"):
+        backtest("--strategy", "nope", "--params", "{}", "--ticks", ema_csv)
+
+
+def test_a_malformed_row_names_its_line(tmp_path):
+    path = write_csv(tmp_path / "bad.csv", ["1000,A,10,1", "2000,A,ten,1"])
+    with pytest.raises(CommandError, match="line 3"):
+        backtest("--strategy", "ema", "--params", EMA, "--ticks", path)
+    with pytest.raises(CommandError, match="header"):
+        backtest("--strategy", "ema", "--params", EMA, "--ticks", write_csv(tmp_path / "h.csv", [], header="a,b"))
+
+
+def test_needs_a_tick_source():
+    with pytest.raises(CommandError, match="--ticks"):
+        backtest("--strategy", "ema", "--params", EMA)

@@ -1,0 +1,143 @@
+"""The processor inside the runtime: strategies from the database, hot reload, storage, pushes."""
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.test import override_settings
+
+from feeds.fanout import FeedFanout
+from feeds.models import Feed, Instrument, MarketType
+from feeds.publisher import MARKET_GROUP
+from feeds.venues.base import FeedSpec
+from processor.models import Strategy, StrategyOutputRecord, StrategySignal
+from processor.publishing import LiveStrategyEvents
+from processor.signals import SignalHub
+from processor.startup import processor_startup_tasks
+from tests.helpers import async_eventually
+from tests.processor.factories import batch, tick
+from tradingsite.health import Status
+from tradingsite.runtime.core import RuntimeContext
+
+EMA = {"timeframe_s": 1, "fast": 1, "slow": 2, "long_only": False}
+
+
+def make_strategy(name: str, symbols: list[str], **fields) -> Strategy:
+    feed, _ = Feed.objects.get_or_create(name="sim", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
+    strategy = Strategy.objects.create(name=name, kind=fields.pop("kind", "ema"), params=fields.pop("params", EMA), **fields)
+    for symbol in symbols:
+        instrument, _ = Instrument.objects.get_or_create(
+            feed=feed, venue_symbol=symbol,
+            defaults={"symbol": symbol, "tick_size": Decimal("0.01"), "lot_size": Decimal("0.001")},
+        )
+        strategy.instruments.add(instrument)
+    return strategy
+
+
+@pytest.fixture
+async def runtime():
+    ctx = RuntimeContext()
+    ctx.resources["fanout"] = FeedFanout()
+    ctx.resources["feed_specs"] = [FeedSpec(name="sim", venue="simulated", settings={})]
+    yield ctx
+    for task in ctx._tasks:
+        task.cancel()
+    await asyncio.gather(*ctx._tasks, return_exceptions=True)
+    await ctx.exit_stack.aclose()
+
+
+async def start(ctx: RuntimeContext) -> None:
+    for task in processor_startup_tasks():
+        await task.run(ctx)
+
+
+def routed(ctx: RuntimeContext) -> dict:
+    return ctx.resources["processor"].instrument_routes()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(PROCESSOR_RECONCILE_INTERVAL_S=0.02, PROCESSOR_SIGNAL_FLUSH_INTERVAL_S=0.02,
+                   PROCESSOR_OUTPUT_PERSIST_INTERVAL_S=0.0, DASHBOARD_PUSH_INTERVAL_S=0.02)
+async def test_strategies_run_from_the_table_and_reload_without_a_restart(runtime):
+    await database_sync_to_async(make_strategy)("ema-btc", ["BTC"])
+    await database_sync_to_async(make_strategy)("broken", ["BTC"], params={"fast": "x"})
+    await start(runtime)
+    assert runtime.health.get("processor:strategies").status is Status.DEGRADED  # "broken" cannot run
+    await async_eventually(lambda: asyncio.sleep(0, routed(runtime) == {"ema-btc": {("sim", "BTC")}}))
+
+    fanout: FeedFanout = runtime.resources["fanout"]
+    signals = runtime.resources["signals"].subscribe("orders")
+    fanout.publish(batch(tick("BTC", 1, 100), tick("BTC", 2, 101), tick("BTC", 3, 102), tick("BTC", 4, 103)))
+    signal = await asyncio.wait_for(signals.get(), 5)
+    assert signal.kind.value == "ENTRY_LONG" and signal.strategy_name == "ema-btc"
+
+    # Stored: the signal with its output, and the latest output.
+    def stored():
+        return StrategySignal.objects.count() == 1 and StrategyOutputRecord.objects.filter(
+            output_id=StrategySignal.objects.get().output_id).exists()
+    await async_eventually(database_sync_to_async(stored))
+
+    # Hot reload: a new strategy starts, a disabled one stops, without a restart.
+    await database_sync_to_async(make_strategy)("ema-eth", ["ETH"])
+    await async_eventually(lambda: asyncio.sleep(0, "ema-eth" in routed(runtime)))
+    await database_sync_to_async(Strategy.objects.filter(name="ema-eth").update)(enabled=False)
+    await async_eventually(lambda: asyncio.sleep(0, "ema-eth" not in routed(runtime)))
+    assert runtime.health.get("processor").status is Status.HEALTHY
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(PROCESSOR_RECONCILE_INTERVAL_S=3600)
+async def test_routing_makes_no_database_query_per_tick(runtime, monkeypatch):
+    from django.db.backends.utils import CursorWrapper
+
+    await database_sync_to_async(make_strategy)("ema-btc", ["BTC"])
+    await start(runtime)
+    await async_eventually(lambda: asyncio.sleep(0, bool(routed(runtime))))
+    processor = runtime.resources["processor"]
+    await asyncio.sleep(0.05)  # let the first backfill finish
+    queries = []
+    execute = CursorWrapper.execute
+    # Counts queries from every thread, including database_sync_to_async's.
+    monkeypatch.setattr(CursorWrapper, "execute", lambda self, sql, params=None: queries.append(sql) or execute(self, sql, params))
+    for second in range(1, 200):
+        await processor.consume(batch(tick("BTC", second, 100 + second % 7)))
+    await processor.drained()
+    assert queries == []
+    assert runtime.resources["strategy_events"]._latest  # the ticks did produce outputs
+
+
+async def test_outputs_are_conflated_and_pushed_to_the_market_group():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(MARKET_GROUP, channel)
+    stored = []
+
+    async def persist(*, signals, outputs):
+        stored.append((list(signals), list(outputs)))
+
+    from processor.processor import Processor
+    from tests.processor.factories import spec
+
+    events = LiveStrategyEvents(hub=SignalHub(), layer=layer, persist=persist, symbols={("sim", "BTCUSD"): "BTC-USD"})
+    processor = Processor(sink=events)
+    processor.start()
+    processor.reconcile([spec(7, ["BTCUSD"])])
+    await processor.settled()
+    for second in range(1, 50):
+        await processor.consume(batch(tick("BTCUSD", second, trade_id="long" if second == 40 else None)))
+    await processor.drained()
+    for message in events.take_push_messages():
+        await layer.group_send(MARKET_GROUP, message)
+    outputs = await asyncio.wait_for(layer.receive(channel), 1)
+    assert outputs["type"] == "strategy.output"
+    [row] = outputs["outputs"]  # 49 outputs conflated into the latest one
+    assert row["symbol"] == "BTC-USD" and row["venue_symbol"] == "BTCUSD" and row["occurrence_time_ms"] == 49_000
+    signals = await asyncio.wait_for(layer.receive(channel), 1)
+    assert [s["kind"] for s in signals["signals"]] == ["ENTRY_LONG"] and signals["signals"][0]["price"] == "100"
+    await events.flush(force_outputs=True)
+    [(stored_signals, stored_outputs)] = stored
+    assert len(stored_signals) == 1 and [o.occurrence_ns for o in stored_outputs] == [49 * 10**9]
+    await processor.stop()
