@@ -10,7 +10,7 @@ result (`hole`) and recovers what the venue still has.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from feeds.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStoreProtocol
 from feeds.market import MarketData
@@ -41,14 +41,25 @@ class TradeRecoveryResult:
     hole: KnownHoleSpan | None = None
 
 
+RecoveredSink = Callable[[Sequence[MarketData]], None]
+
+
 class TradeRecoveryController:
-    """Recovers one window: fetch, then accept through the shared consistency controller."""
+    """Recovers one window: fetch, then accept through the shared consistency controller.
 
-    __slots__ = ("_source", "_consistency", "rejected")
+    Accepted trades go to `sink` as soon as their window is done: once the checkpoint
+    has moved past them they must be delivered, even if a later window fails.
+    """
 
-    def __init__(self, source: TradeHistorySource, consistency: TradeStreamConsistencyController) -> None:
+    __slots__ = ("_source", "_consistency", "_sink", "rejected")
+
+    def __init__(
+        self, source: TradeHistorySource, consistency: TradeStreamConsistencyController,
+        *, sink: RecoveredSink | None = None,
+    ) -> None:
         self._source = source
         self._consistency = consistency
+        self._sink = sink
         self.rejected = 0
 
     @property
@@ -65,6 +76,8 @@ class TradeRecoveryController:
                     accepted.append(trade)
             except TradeRejected:
                 self.rejected += 1
+        if accepted and self._sink is not None:
+            self._sink(accepted)
         return tuple(accepted)
 
 

@@ -1,0 +1,372 @@
+"""A fake Binance USD-M futures venue: websocket market streams and REST aggTrades on one port.
+
+It replays a tape of aggregate trades at a configurable rate. Trades are stamped with
+the wall-clock millisecond at which they are released, sent to every connection
+subscribed to their stream in the venue's combined-stream frame, and served afterwards
+by `GET /fapi/v1/aggTrades` (startTime/endTime < 1 h, fromId, limit <= 1000, retention).
+
+    {"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1764460800125,"s":"BTCUSDT",
+     "a":5001,"p":"96712.40","q":"0.015","f":5001,"l":5001,"T":1764460800123,"m":true}}
+
+Connections are accepted on `/market/stream` (SUBSCRIBE messages, or `?streams=a/b`).
+Fault knobs: `close_connections()`, `go_silent()` (no data, pings still answered),
+`go_half_open()` (no data, no pongs), `send_garbage()`, `refuse_connections(True)`
+(HTTP 503 at the handshake), `slow_down(delay_s)` per frame, `rest_down(True)`, and
+`max_connection_age_s` (the server cuts older connections, as Binance does at 24 h).
+
+Usable from tests and from bench/: `async with FakeBinanceUsdm(tape) as venue: venue.ws_url`.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from http import HTTPStatus
+from typing import Any, Callable, Sequence
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+MAX_WINDOW_MS = 3_600_000
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TapeTrade:
+    """One aggregate trade the venue will execute, in the venue's terms."""
+
+    symbol: str  # BTCUSDT
+    agg_id: int  # `a`, increasing per symbol
+    price: str  # `p`
+    quantity: str  # `q`
+    buyer_is_maker: bool  # `m`
+
+
+@dataclass(slots=True)
+class ExecutedTrade:
+    trade: TapeTrade
+    ts_ms: int  # `T`
+    frame: str  # the combined-stream frame (a text frame, as the venue sends)
+
+
+def make_tape(count: int, symbols: Sequence[str] = ("BTCUSDT", "ETHUSDT"), *, seed: int = 7,
+              first_id: int = 5_000) -> list[TapeTrade]:
+    """Return `count` trades spread over `symbols`, with exact prices and sizes."""
+    rng = random.Random(seed)
+    ticks = {symbol: 9_671_240 + 1000 * n for n, symbol in enumerate(symbols)}
+    next_id = {symbol: first_id for symbol in symbols}
+    tape = []
+    for _ in range(count):
+        symbol = rng.choice(symbols)
+        ticks[symbol] = max(1, ticks[symbol] + rng.randint(-5, 5))
+        price = Decimal(ticks[symbol]).scaleb(-2)
+        quantity = Decimal(rng.randint(1, 50_000)).scaleb(-3)
+        tape.append(TapeTrade(symbol, next_id[symbol], f"{price:f}", f"{quantity:f}", rng.random() < 0.5))
+        next_id[symbol] += 1
+    return tape
+
+
+def _agg_frame(trade: TapeTrade, ts_ms: int) -> str:
+    data = {
+        "e": "aggTrade", "E": ts_ms + 2, "s": trade.symbol, "a": trade.agg_id, "p": trade.price,
+        "q": trade.quantity, "nq": trade.quantity, "f": trade.agg_id * 3, "l": trade.agg_id * 3 + 1,
+        "T": ts_ms, "m": trade.buyer_is_maker,
+    }
+    return json.dumps({"stream": f"{trade.symbol.lower()}@aggTrade", "data": data}, separators=(",", ":"))
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    connection: ServerConnection
+    streams: set[str] = field(default_factory=set)
+    cursor: int = 0  # index into the executed trades of the next one to consider
+    silent: bool = False
+    opened_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class FakeVenueStats:
+    connections: int = 0
+    refused: int = 0
+    closed_by_fault: int = 0
+    garbage_frames: int = 0
+    rest_requests: int = 0
+    rest_refused: int = 0
+    subscribe_messages: int = 0
+
+
+class FakeBinanceUsdm:
+    """The fake venue. Start with `async with`, then `release_all()` or `play(rate)`."""
+
+    def __init__(
+        self, tape: Sequence[TapeTrade] = (), *, host: str = "127.0.0.1", port: int = 0,
+        retention_s: float = 24 * 3600.0, max_connection_age_s: float | None = None,
+        server_ping_interval_s: float | None = None, clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        self.tape = list(tape)
+        self.executed: list[ExecutedTrade] = []
+        self._by_symbol: dict[str, list[ExecutedTrade]] = {}
+        self._host, self._port = host, port
+        self._retention_ms = int(retention_s * 1000)
+        self._max_age_s = max_connection_age_s
+        self._ping_interval_s = server_ping_interval_s
+        self._clock_ms = clock_ms
+        self._server: Server | None = None
+        self._subscribers: set[_Subscriber] = set()
+        self._released = asyncio.Event()
+        self._refuse = False
+        self._rest_down = False
+        self._delay_s = 0.0
+        self._play_task: asyncio.Task[None] | None = None
+        self.stats = FakeVenueStats()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> "FakeBinanceUsdm":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._server = await serve(
+            self._handle, self._host, self._port, process_request=self._process_request,
+            ping_interval=self._ping_interval_s, max_queue=None, compression=None,
+        )
+        self._port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._play_task is not None:
+            self._play_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._play_task
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self._host}:{self._port}"
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    # --- the market ------------------------------------------------------------------
+
+    def release(self, count: int) -> int:
+        """Execute the next `count` trades of the tape now; return how many were left to release."""
+        start = len(self.executed)
+        batch = self.tape[start:start + count]
+        ts_ms = self._clock_ms()
+        for trade in batch:
+            executed = ExecutedTrade(trade, ts_ms, _agg_frame(trade, ts_ms))
+            self.executed.append(executed)
+            self._by_symbol.setdefault(trade.symbol, []).append(executed)
+        if batch:
+            self._released.set()
+            self._released = asyncio.Event()
+        return len(self.tape) - len(self.executed)
+
+    def play(self, rate_per_s: float, *, tick_s: float = 0.005) -> asyncio.Task[None]:
+        """Release the tape at `rate_per_s` trades per second in the background."""
+
+        async def run() -> None:
+            started = time.monotonic()
+            while len(self.executed) < len(self.tape):
+                due = int((time.monotonic() - started) * rate_per_s) + 1
+                if due > len(self.executed):
+                    self.release(due - len(self.executed))
+                await asyncio.sleep(tick_s)
+
+        self._play_task = asyncio.create_task(run(), name="fake-binance:play")
+        return self._play_task
+
+    @property
+    def finished(self) -> bool:
+        return len(self.executed) == len(self.tape)
+
+    # --- fault knobs -----------------------------------------------------------------
+
+    def close_connections(self) -> int:
+        """Close every open connection (as a venue restart would); return how many."""
+        subscribers = list(self._subscribers)
+        for sub in subscribers:
+            self.stats.closed_by_fault += 1
+            asyncio.ensure_future(sub.connection.close(1001, "going away"))
+        return len(subscribers)
+
+    def go_silent(self) -> None:
+        """Stop sending data on every open connection; pings are still answered."""
+        for sub in self._subscribers:
+            sub.silent = True
+
+    def go_half_open(self) -> None:
+        """Stop sending and stop reading on every open connection: no data, no pongs."""
+        for sub in self._subscribers:
+            sub.silent = True
+            sub.connection.transport.pause_reading()
+
+    def send_garbage(self) -> None:
+        for sub in self._subscribers:
+            self.stats.garbage_frames += 1
+            asyncio.ensure_future(self._send_quietly(sub.connection, b'{"stream":"btcusdt@aggTrade","data":{"e":'))
+
+    def refuse_connections(self, refuse: bool = True) -> None:
+        self._refuse = refuse
+
+    def slow_down(self, delay_s: float) -> None:
+        """Wait `delay_s` before each frame (0 = full speed)."""
+        self._delay_s = delay_s
+
+    def rest_down(self, down: bool = True) -> None:
+        self._rest_down = down
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._subscribers)
+
+    # --- websocket -------------------------------------------------------------------
+
+    async def _handle(self, connection: ServerConnection) -> None:
+        self.stats.connections += 1
+        sub = _Subscriber(connection, cursor=len(self.executed))
+        query = parse_qs(urlsplit(connection.request.path).query)  # type: ignore[union-attr]
+        for names in query.get("streams", []):
+            sub.streams.update(name for name in names.split("/") if name)
+        self._subscribers.add(sub)
+        sender = asyncio.create_task(self._send_loop(sub))
+        try:
+            async for message in connection:
+                await self._on_message(sub, message)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._subscribers.discard(sub)
+            sender.cancel()
+
+    async def _on_message(self, sub: _Subscriber, message: str | bytes) -> None:
+        try:
+            request = json.loads(message)
+            method, request_id = request["method"], request["id"]
+        except (ValueError, KeyError, TypeError):
+            await self._send_quietly(sub.connection, json.dumps({"code": 3, "msg": "Invalid JSON"}))
+            return
+        if method == "SUBSCRIBE":
+            self.stats.subscribe_messages += 1
+            # A live subscription sees trades from now on, not the ones before it.
+            if not sub.streams:
+                sub.cursor = len(self.executed)
+            sub.streams.update(request.get("params", []))
+            await sub.connection.send(json.dumps({"result": None, "id": request_id}))
+        elif method == "UNSUBSCRIBE":
+            sub.streams.difference_update(request.get("params", []))
+            await sub.connection.send(json.dumps({"result": None, "id": request_id}))
+        elif method == "LIST_SUBSCRIPTIONS":
+            await sub.connection.send(json.dumps({"result": sorted(sub.streams), "id": request_id}))
+        else:
+            await sub.connection.send(json.dumps({"code": 2, "msg": f"Invalid request: unknown method {method}"}))
+
+    async def _send_loop(self, sub: _Subscriber) -> None:
+        connection = sub.connection
+        while True:
+            released = self._released
+            if self._max_age_s is not None and time.monotonic() - sub.opened_at >= self._max_age_s:
+                await connection.close(1000, "connection age limit")
+                return
+            if sub.cursor >= len(self.executed) or sub.silent:
+                timeout = None if self._max_age_s is None else self._max_age_s / 4
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(released.wait(), timeout)
+                continue
+            end = len(self.executed)
+            for executed in self.executed[sub.cursor:end]:
+                if sub.silent:
+                    break
+                if f"{executed.trade.symbol.lower()}@aggTrade" in sub.streams:
+                    if self._delay_s:
+                        await asyncio.sleep(self._delay_s)
+                    if not await self._send_quietly(connection, executed.frame):
+                        return
+                sub.cursor += 1
+            await asyncio.sleep(0)
+
+    @staticmethod
+    async def _send_quietly(connection: ServerConnection, frame: str | bytes) -> bool:
+        try:
+            await connection.send(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
+            return True
+        except ConnectionClosed:
+            return False
+
+    # --- HTTP: the handshake gate and REST -------------------------------------------
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = urlsplit(request.path).path
+        if path.startswith("/fapi/"):
+            return self._rest(connection, request)
+        if path != "/market/stream":
+            return connection.respond(HTTPStatus.NOT_FOUND, "no such stream path\n")
+        if self._refuse:
+            self.stats.refused += 1
+            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "refused by fault injection\n")
+        return None
+
+    def _rest(self, connection: ServerConnection, request: Request) -> Response:
+        self.stats.rest_requests += 1
+        parts = urlsplit(request.path)
+        if self._rest_down:
+            self.stats.rest_refused += 1
+            return self._json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"})
+        if parts.path != "/fapi/v1/aggTrades":
+            return self._json(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
+        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        try:
+            return self._json(connection, HTTPStatus.OK, self._agg_trades(query))
+        except ValueError as exc:
+            return self._json(connection, HTTPStatus.BAD_REQUEST, {"code": -1127, "msg": str(exc)})
+
+    def _agg_trades(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        if "symbol" not in query:
+            raise ValueError("Mandatory parameter 'symbol' was not sent")
+        limit = int(query.get("limit", "500"))
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be 1..{MAX_LIMIT}")
+        start = int(query["startTime"]) if "startTime" in query else None
+        end = int(query["endTime"]) if "endTime" in query else None
+        from_id = int(query["fromId"]) if "fromId" in query else None
+        if start is not None and end is not None and not 0 <= end - start < MAX_WINDOW_MS:
+            raise ValueError("More than 1 hours between startTime and endTime.")
+        oldest = self._clock_ms() - self._retention_ms
+        filtered = start is not None or end is not None or from_id is not None
+        rows = []
+        for executed in self._by_symbol.get(query["symbol"], []):
+            trade, ts_ms = executed.trade, executed.ts_ms
+            if ts_ms < oldest or (start is not None and ts_ms < start) or (from_id is not None and trade.agg_id < from_id):
+                continue
+            if end is not None and ts_ms > end:
+                break
+            rows.append({
+                "a": trade.agg_id, "p": trade.price, "q": trade.quantity, "f": trade.agg_id * 3,
+                "l": trade.agg_id * 3 + 1, "T": ts_ms, "m": trade.buyer_is_maker,
+            })
+            if len(rows) == limit and filtered:
+                break
+        return rows if filtered else rows[-limit:]
+
+    @staticmethod
+    def _json(connection: ServerConnection, status: HTTPStatus, body: object) -> Response:
+        response = connection.respond(status, "")
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        headers = Headers([(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")])
+        headers["Content-Type"] = "application/json"
+        headers["Content-Length"] = str(len(payload))
+        return Response(status.value, status.phrase, headers, payload)
