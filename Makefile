@@ -20,8 +20,15 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@
 
-install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+# Browser assets (lightweight-charts) come from npm, pinned by package-lock.json.
+# Without npm the install fails here, loudly, rather than serving chartless pages.
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "make install: npm (Node 20) is needed for the dashboard's chart library" >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed node_modules/.installed
+install-dev: $(VENV)/.installed-dev node_modules/.installed
 
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
@@ -41,4 +48,4 @@ bench: install-dev
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis
+	rm -rf $(VENV) var .pytest_cache .hypothesis node_modules

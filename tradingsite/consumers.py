@@ -1,14 +1,38 @@
-"""The dashboard websocket: refuses anonymous users, joins the market and per-user groups."""
+"""The dashboard websocket: refuses anonymous users, joins the market and per-user groups.
+
+Everything a group sends goes through a per-browser outbox (dashboard.conflation):
+prices and strategy outputs are conflated to the latest row per instrument and sent at
+most once per DASHBOARD_BROWSER_INTERVAL_S; signals, prompts, orders and control changes
+keep their order. The browser acknowledges each batch; one that stops acknowledging
+(a stalled tab, a dead network) is closed with CLOSE_STALLED instead of having pushes
+piled up for it without bound. Strategy rows reach only users whose accounts trade
+that strategy.
+
+Browser message types: "prices", "strategy.output" (processor.publishing outputs),
+"strategy.signal", "prompt" (recovery.push), and any other app's type unchanged.
+"""
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+import time
+from typing import Any, Callable
 
 import orjson
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
+from dashboard.conflation import BrowserOutbox
 from feeds.publisher import MARKET_GROUP
 
+log = logging.getLogger(__name__)
+
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_STALLED = 4408
+# Which strategies a user may see changes rarely; re-read it this often (and at once
+# on a "dashboard.controls" message).
+VISIBLE_STRATEGIES_REFRESH_S = 10.0
 
 
 def user_group(user_id: int) -> str:
@@ -16,41 +40,101 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+def _dumps(message: dict[str, Any]) -> str:
+    return orjson.dumps(message, default=str).decode()
+
+
 class DashboardConsumer(AsyncWebsocketConsumer):
     groups_joined: list[str]
+    outbox: BrowserOutbox | None = None
+    clock: Callable[[], float] = staticmethod(time.monotonic)
 
     async def connect(self) -> None:
         self.groups_joined = []
+        self._flush_task: asyncio.Task[None] | None = None
+        self._visible_read_at = float("-inf")
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             # Accept first so the browser sees our close code instead of a failed handshake.
             await self.accept()
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        self.user_id = user.pk
+        self.outbox = BrowserOutbox(
+            interval_s=settings.DASHBOARD_BROWSER_INTERVAL_S, max_unacked=settings.DASHBOARD_MAX_UNACKED_PUSHES
+        )
+        await self._refresh_visible_strategies()
         self.groups_joined = [MARKET_GROUP, user_group(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        if self._flush_task is not None:
+            self._flush_task.cancel()
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """The dashboard is push-only; anything a browser sends is ignored."""
+        """The browser only acknowledges batches: {"type": "ack", "seq": n}; anything else is ignored."""
+        if self.outbox is None or not text_data:
+            return
+        try:
+            message = orjson.loads(text_data)
+            if message.get("type") == "ack":
+                self.outbox.ack(int(message["seq"]))
+        except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+            return
+        if self.outbox.pending:
+            self._schedule_flush()
 
-    async def market_prices(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=orjson.dumps({"type": "prices", "prices": event["prices"]}).decode())
+    # -- group messages ------------------------------------------------------------
 
-    async def recovery_prompt(self, event: dict[str, Any]) -> None:
-        """An auth prompt opened or cleared (recovery.push); carries no token."""
-        payload = {key: value for key, value in event.items() if key != "type"}
-        await self.send(text_data=orjson.dumps({"type": "prompt", **payload}).decode())
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Route websocket.* to the handlers; every group message goes to the outbox.
 
-    async def strategy_output(self, event: dict[str, Any]) -> None:
-        """Latest strategy outputs, conflated per strategy and instrument (processor.publishing)."""
-        await self.send(text_data=orjson.dumps({"type": "strategy.output", "outputs": event["outputs"]}).decode())
+        Apps push their own message types (orders, ledger, prompts); an unknown type is
+        relayed as it is rather than crashing the consumer (Channels' default).
+        """
+        if message["type"].startswith("websocket."):
+            await super().dispatch(message)
+            return
+        if self.outbox is None:
+            return
+        if message["type"] == "recovery.prompt":
+            message = {**message, "type": "prompt"}
+        elif message["type"] == "dashboard.controls":
+            # A control changed: which strategies this user sees may have too.
+            self._visible_read_at = float("-inf")
+        await self._refresh_visible_strategies()
+        self.outbox.offer(message)
+        self._schedule_flush()
 
-    async def strategy_signal(self, event: dict[str, Any]) -> None:
-        """Entries and exits emitted since the previous push (processor.publishing)."""
-        await self.send(text_data=orjson.dumps({"type": "strategy.signal", "signals": event["signals"]}).decode())
+    async def _refresh_visible_strategies(self) -> None:
+        now = self.clock()
+        if self.outbox is None or now - self._visible_read_at < VISIBLE_STRATEGIES_REFRESH_S:
+            return
+        self._visible_read_at = now
+        from dashboard.selectors import visible_strategy_ids
+
+        self.outbox.visible_strategies = await database_sync_to_async(visible_strategy_ids)(user_id=self.user_id)
+
+    def _schedule_flush(self) -> None:
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        outbox = self.outbox
+        assert outbox is not None
+        while outbox.pending:
+            if outbox.stalled:
+                log.warning("dashboard: closing the socket of user %s: browser stopped acknowledging", self.user_id)
+                self.outbox = None  # drop what is queued; the browser resyncs when it reconnects
+                await self.close(code=CLOSE_STALLED)
+                return
+            wait_s = outbox.wait_s(self.clock())
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)
+                continue
+            for message in outbox.take(self.clock()):
+                await self.send(text_data=_dumps(message))

@@ -241,6 +241,40 @@ RECOVERY_CODE_RATE_WINDOW_S = env.int("RECOVERY_CODE_RATE_WINDOW_S", default=300
 LOGGING.setdefault("filters", {})["redact_tokens"] = {"()": "recovery.redaction.RedactTokensFilter"}
 LOGGING["handlers"]["console"].setdefault("filters", []).append("redact_tokens")
 
+# --- dashboard, API and metrics (issue 8) ---------------------------------------------
+INSTALLED_APPS += ["rest_framework", "rest_framework.authtoken", "drf_spectacular", "dashboard"]
+# Chart library from npm (`npm ci`, see package.json); dashboard.checks fails loudly when
+# the file is missing instead of serving a page whose charts silently never draw.
+CHART_ASSET_DIR = Path(env.str("CHART_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "lightweight-charts" / "dist")))
+STATICFILES_DIRS += [("vendor/lightweight-charts", CHART_ASSET_DIR)]
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": env.int("API_PAGE_SIZE", default=100),
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Decimals go out as strings: a JSON number would be read as a float by most clients.
+    "COERCE_DECIMAL_TO_STRING": True,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "tradingsite API",
+    "DESCRIPTION": "Read-only JSON API; every list is scoped to the caller's accounts.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+# A browser whose socket has this many pushes unacknowledged is stalled: it is
+# disconnected instead of buffered for without bound.
+DASHBOARD_MAX_UNACKED_PUSHES = env.int("DASHBOARD_MAX_UNACKED_PUSHES", default=40)
+# Per browser, at most one price/output update per instrument per interval.
+DASHBOARD_BROWSER_INTERVAL_S = env.float("DASHBOARD_BROWSER_INTERVAL_S", default=0.25)
+# Several processes on one host (daphne, runfeed, celery) share counters through this
+# directory; prometheus_client reads the variable itself, it is only surfaced here.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+
 # processor: strategy runtime (issue 5).
 # How often the route command loop's reconcile side re-reads the strategy table.
 PROCESSOR_RECONCILE_INTERVAL_S = env.float("PROCESSOR_RECONCILE_INTERVAL_S", default=1.0)
