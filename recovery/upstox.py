@@ -11,7 +11,9 @@ Facts (Upstox "Authorize" and "Get Token" pages, ../shared/VENUES.md section 2):
 """
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from enum import StrEnum
@@ -171,6 +173,14 @@ class UpstoxApp:
     timeout_s: float = 10.0
 
 
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    # Built once: loading the CA bundle costs ~0.1 s, paid per client otherwise.
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 class UpstoxTokenExchange:
     """Authorization URL, blackout, expiry and the code-for-token exchange for one Upstox app."""
 
@@ -219,7 +229,9 @@ class UpstoxTokenExchange:
             "grant_type": "authorization_code",
         }
         try:
-            async with httpx.AsyncClient(timeout=self.app.timeout_s, transport=self._transport) as client:
+            async with httpx.AsyncClient(
+                timeout=self.app.timeout_s, transport=self._transport, verify=_tls_context()
+            ) as client:
                 response = await client.post(self.app.token_url, data=form, headers={"Accept": "application/json"})
         except httpx.HTTPError as exc:
             raise TokenExchangeUnavailable(
