@@ -1,0 +1,234 @@
+"""The `replay` venue: recorded ticks from a CSV file or the database, as a live feed.
+
+Recorded ticks play back through the same parse path as a live venue. A frame is one
+CSV line in the format `manage.py exportticks` writes, with optional trailing columns:
+
+    ts_ms,symbol,price,volume[,trade_id[,side[,ts_ns]]]
+    1732924800123,BTC-USDT,96712.4,0.015,2435013397,sell,1732924800123456789
+
+`speed` 1 replays at the recorded pace (exchange-time gaps become sleeps), 10 ten
+times faster, 0 as fast as possible. Settings: `source` ("csv" with `path`, or
+"database" with `source_feed` and an optional `start`/`end` ISO window), `speed`,
+`batch_size`. The file or query is read only when the source is iterated.
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+
+from django.core.exceptions import ValidationError
+
+from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
+from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
+from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.numbers import fixed, fixed_positive
+
+NAME = "replay"
+CHANNELS = frozenset({"trades"})
+DEFAULTS: dict[str, object] = {
+    "source": "csv",
+    "path": "",
+    "source_feed": "",
+    "start": "",
+    "end": "",
+    "speed": 0,
+    "batch_size": 500,
+}
+HEADER = "ts_ms,symbol,price,volume"
+_SIDES = {"buy": Side.BUY, "sell": Side.SELL, "": None}
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+# --- pure parse -------------------------------------------------------------------------
+
+def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
+    """Return the trade of one CSV line; the header line gives none."""
+    try:
+        line = frame.decode().rstrip("\r\n")
+        if line == HEADER or line.startswith(HEADER + ","):
+            return []
+        columns = line.split(",")
+        if not 4 <= len(columns) <= 7:
+            raise ParseError("schema", f"expected 4 to 7 columns, got {len(columns)}")
+        ts_ms_text, symbol, price, volume, *extra = columns
+        if not symbol:
+            raise ParseError("schema", "empty symbol")
+        ts_event = int(ts_ms_text) * 1_000_000
+        if len(extra) == 3 and extra[2]:
+            ts_ns = int(extra[2])
+            if ts_ns // 1_000_000 * 1_000_000 != ts_event:
+                raise ParseError("schema", "ts_ns disagrees with ts_ms")
+            ts_event = ts_ns
+        side_text = extra[1] if len(extra) >= 2 else ""
+        if side_text not in _SIDES:
+            raise ParseError("schema", f"unknown side {side_text!r}")
+        amount = fixed(volume)
+        if amount < 0:
+            raise ParseError("number", "negative volume")
+        return [MarketData(
+            symbol=symbol,
+            price=fixed_positive(price),
+            volume=amount,
+            ts_event=ts_event,
+            ts_recv=received_ns,
+            trade_id=(extra[0] or None) if extra else None,
+            side=_SIDES[side_text],
+        )]
+    except DECODE_FAILURES as exc:
+        raise as_parse_error(exc) from None
+
+
+def frame_from_tick(tick: MarketData) -> bytes:
+    """Return the replay frame that parses back to `tick` (times, numbers, id and side)."""
+    return (
+        f"{tick.ts_event // 1_000_000},{tick.symbol},{fixed_to_str(tick.price)},{fixed_to_str(tick.volume)},"
+        f"{tick.trade_id or ''},{tick.side.value if tick.side else ''},{tick.ts_event}"
+    ).encode()
+
+
+# --- pacing -------------------------------------------------------------------------------
+
+def _frame_time_ns(frame: bytes) -> int | None:
+    head = frame.split(b",", 1)[0]
+    return int(head) * 1_000_000 if head.isdigit() else None
+
+
+class ReplaySource:
+    """Yields recorded frames in batches, paced by their exchange times divided by `speed`."""
+
+    def __init__(
+        self, frames: Callable[[], AsyncIterator[bytes]], *, speed: float, batch_size: int,
+        clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._frames = frames
+        self._speed = speed
+        self._batch_size = batch_size
+        self._clock = clock
+        self._sleep = sleep
+
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        batch: list[bytes] = []
+        started: tuple[float, int] | None = None  # (wall clock, exchange time) of the first frame
+        async for frame in self._frames():
+            frame_ns = _frame_time_ns(frame)
+            if self._speed > 0 and frame_ns is not None:
+                if started is None:
+                    started = (self._clock(), frame_ns)
+                due = started[0] + (frame_ns - started[1]) / 1e9 / self._speed
+                wait_s = due - self._clock()
+                if wait_s > 0:
+                    if batch:
+                        yield batch
+                        batch = []
+                    await self._sleep(wait_s)
+            batch.append(frame)
+            if len(batch) >= self._batch_size:
+                yield batch
+                batch = []
+                # As fast as possible still lets the loop breathe between batches.
+                await self._sleep(0)
+        if batch:
+            yield batch
+
+
+async def csv_frames(path: Path) -> AsyncIterator[bytes]:
+    """Yield the lines of a CSV recording (read lazily; local files read fast)."""
+    with path.open("rb") as stream:
+        for line in stream:
+            line = line.rstrip(b"\r\n")
+            if line:
+                yield line
+
+
+def merge_by_time(streams: Iterable[list[MarketData]]) -> Iterator[MarketData]:
+    """Return ticks of several instruments merged in exchange-time order."""
+    return heapq.merge(*streams, key=lambda tick: tick.ts_event)
+
+
+def _iso_to_ns(text: str) -> int:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def database_frames(feed: FeedSpec, settings: Mapping[str, object]) -> Callable[[], AsyncIterator[bytes]]:
+    """Return a frame iterator over ticks recorded on `source_feed` for the feed's instruments."""
+
+    async def frames() -> AsyncIterator[bytes]:
+        from feeds.history import arecorded_ticks
+
+        start = _iso_to_ns(str(settings["start"])) if settings["start"] else 0
+        end = _iso_to_ns(str(settings["end"])) if settings["end"] else 2**63 - 1
+        per_instrument = [
+            await arecorded_ticks(str(settings["source_feed"]), spec.venue_symbol, start, end)
+            for spec in feed.instruments
+        ]
+        for tick in merge_by_time(per_instrument):
+            yield frame_from_tick(tick)
+
+    return frames
+
+
+# --- the venue --------------------------------------------------------------------------
+
+class ReplayVenue:
+    name = NAME
+    channels = CHANNELS
+
+    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
+        cleaned = {**DEFAULTS, **settings}
+        errors: dict[str, str] = {}
+        unknown = set(settings) - set(DEFAULTS)
+        if unknown:
+            errors["settings"] = f"unknown keys {sorted(unknown)}; allowed: {sorted(DEFAULTS)}"
+        source = cleaned["source"]
+        if source == "csv":
+            if not isinstance(cleaned["path"], str) or not cleaned["path"]:
+                errors["path"] = "path must name a CSV file of recorded ticks"
+        elif source == "database":
+            if not isinstance(cleaned["source_feed"], str) or not cleaned["source_feed"]:
+                errors["source_feed"] = "source_feed must name the feed whose recorded ticks to replay"
+            for key in ("start", "end"):
+                try:
+                    if cleaned[key]:
+                        _iso_to_ns(str(cleaned[key]))
+                except ValueError:
+                    errors[key] = f"{key} must be an ISO 8601 date or time"
+        else:
+            errors["source"] = "source must be csv or database"
+        speed = cleaned["speed"]
+        if not isinstance(speed, (int, float)) or isinstance(speed, bool) or not 0 <= speed <= 1_000_000:
+            errors["speed"] = "speed must be 0 (as fast as possible) or a positive multiple of recorded speed"
+        batch = cleaned["batch_size"]
+        if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 100_000:
+            errors["batch_size"] = "batch_size must be an integer from 1 to 100000"
+        if errors:
+            raise ValidationError({key: [message] for key, message in errors.items()})
+        return cleaned
+
+    def open(self, feed: FeedSpec) -> ReplaySource:
+        settings = self.clean_settings(feed.settings)
+        if settings["source"] == "csv":
+            path = Path(str(settings["path"]))
+
+            def frames() -> AsyncIterator[bytes]:
+                return csv_frames(path)
+        else:
+            frames = database_frames(feed, settings)
+        return ReplaySource(frames, speed=float(settings["speed"]), batch_size=int(settings["batch_size"]))  # type: ignore[arg-type]
+
+    def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
+        return parse(frame, received_ns)
+
+    def new_stream_state(self) -> StreamState:
+        return StatelessStream()
+
+
+VENUE = ReplayVenue()
