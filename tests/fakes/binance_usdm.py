@@ -139,7 +139,7 @@ class FakeBinanceUsdm:
     async def start(self) -> None:
         self._server = await serve(
             self._handle, self._host, self._port, process_request=self._process_request,
-            ping_interval=self._ping_interval_s, max_queue=None, compression=None,
+            ping_interval=self._ping_interval_s, max_queue=None, compression=None, close_timeout=1,
         )
         self._port = self._server.sockets[0].getsockname()[1]
 
@@ -148,6 +148,8 @@ class FakeBinanceUsdm:
             self._play_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._play_task
+        for sub in list(self._subscribers):
+            sub.connection.transport.abort()  # half-open ones would never finish a close handshake
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

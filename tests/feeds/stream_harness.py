@@ -5,7 +5,7 @@ import asyncio
 import random
 from collections import defaultdict
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from feeds.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.market import FeedData, MarketData, parse_fixed
@@ -36,13 +36,18 @@ def feed_spec(venue: FakeBinanceUsdm, symbols: Sequence[str], name: str = "bin")
 
 
 class Collector:
-    def __init__(self) -> None:
+    """Keeps every delivered batch; `forward` also hands each batch on (to a fan-out)."""
+
+    def __init__(self, forward: Callable[[FeedData], None] | None = None) -> None:
         self.batches: list[FeedData] = []
         self.trades: list[MarketData] = []
+        self._forward = forward
 
     def publish(self, batch: FeedData) -> None:
         self.batches.append(batch)
         self.trades.extend(e for e in batch.events if isinstance(e, MarketData))
+        if self._forward is not None:
+            self._forward(batch)
 
 
 def expected_trades(venue: FakeBinanceUsdm) -> dict[str, list[tuple[str, int, int, int]]]:
