@@ -284,3 +284,30 @@ PROCESSOR_BACKFILL_S = env.float("PROCESSOR_BACKFILL_S", default=3600.0)
 # instrument, every PROCESSOR_OUTPUT_PERSIST_INTERVAL_S.
 PROCESSOR_SIGNAL_FLUSH_INTERVAL_S = env.float("PROCESSOR_SIGNAL_FLUSH_INTERVAL_S", default=0.5)
 PROCESSOR_OUTPUT_PERSIST_INTERVAL_S = env.float("PROCESSOR_OUTPUT_PERSIST_INTERVAL_S", default=5.0)
+
+# --- orders (issue 6): trade executor, brokers, ledger, reconciliation; docs/orders.md ---
+# Every client order id starts "<prefix>-<account id>-"; reconciliation matches on it.
+ORDERS_CLIENT_ID_PREFIX = env.str("ORDERS_CLIENT_ID_PREFIX", default="ts")
+ORDERS_LOCK_TTL_S = env.float("ORDERS_LOCK_TTL_S", default=30.0)
+# Must stay below the lock TTL, so an entry never outlives its lease.
+ORDERS_BROKER_TIMEOUT_S = env.float("ORDERS_BROKER_TIMEOUT_S", default=10.0)
+if ORDERS_BROKER_TIMEOUT_S >= ORDERS_LOCK_TTL_S:
+    raise ImproperlyConfigured("ORDERS_BROKER_TIMEOUT_S must be below ORDERS_LOCK_TTL_S")
+ORDERS_MARKET_BUFFER_BPS = env.int("ORDERS_MARKET_BUFFER_BPS", default=50)
+ORDERS_FEE_RESERVE_BPS = env.int("ORDERS_FEE_RESERVE_BPS", default=10)
+ORDERS_PAPER_LATENCY_S = env.float("ORDERS_PAPER_LATENCY_S", default=0.0)
+ORDERS_PAPER_TAKER_FEE_BPS = env.int("ORDERS_PAPER_TAKER_FEE_BPS", default=4)
+ORDERS_PAPER_MAKER_FEE_BPS = env.int("ORDERS_PAPER_MAKER_FEE_BPS", default=2)
+# Startup reconciliation (restart rebuild) per account; past it the account is DEGRADED
+# and the periodic pass retries.
+ORDERS_STARTUP_RECONCILE_TIMEOUT_S = env.float("ORDERS_STARTUP_RECONCILE_TIMEOUT_S", default=15.0)
+# Binance USD-M through ccxt: one key for every account on it (isolated by client-id prefix).
+ORDERS_BINANCE_API_KEY = env.str("ORDERS_BINANCE_API_KEY", default="")
+ORDERS_BINANCE_API_SECRET = env.str("ORDERS_BINANCE_API_SECRET", default="")
+# Overrides ccxt's fapi URLs (a staging fake); empty = ccxt's live/testnet URLs.
+ORDERS_BINANCE_FAPI_URL = env.str("ORDERS_BINANCE_FAPI_URL", default="")
+# Upstox order API: live orders on the HFT host, reads on the API host, sandbox on its own.
+ORDERS_UPSTOX_API_URL = env.str("ORDERS_UPSTOX_API_URL", default="https://api.upstox.com")
+ORDERS_UPSTOX_ORDER_URL = env.str("ORDERS_UPSTOX_ORDER_URL", default="https://api-hft.upstox.com")
+ORDERS_UPSTOX_SANDBOX_URL = env.str("ORDERS_UPSTOX_SANDBOX_URL", default="https://api-sandbox.upstox.com")
+ORDERS_UPSTOX_PRODUCT = env.str("ORDERS_UPSTOX_PRODUCT", default="I")

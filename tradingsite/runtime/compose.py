@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from feeds.startup import feed_startup_tasks
+from orders.startup import orders_startup_tasks
 from processor.startup import processor_startup_tasks
 from recovery.startup import recovery_startup_tasks
 from tradingsite.health import Status
@@ -44,6 +45,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()
+    tasks += orders_startup_tasks()
     if periodic_jobs:
         tasks.append(_periodic_jobs())
     return Runtime(tasks)
