@@ -21,6 +21,7 @@ from dashboard.selectors import GLOBAL_SCOPE, account_scope, accounts_for_user, 
 from feeds.publisher import MARKET_GROUP
 from processor.models import Strategy
 from tradingsite.consumers import user_group
+from tradingsite.metrics import CONTROL_CHANGES
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ def _audit(
     *, actor: AbstractBaseUser, action: ControlAction, target: str, before: dict[str, Any], after: dict[str, Any],
     account_id: int | None = None, reason: str = "",
 ) -> ControlAudit:
+    CONTROL_CHANGES.labels(action.value).inc()
     return ControlAudit.objects.create(
         actor=actor, actor_name=actor.get_username(), action=action, target=target, account_id=account_id,
         reason=reason[:300], before=before, after=after,

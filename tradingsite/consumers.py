@@ -9,7 +9,9 @@ piled up for it without bound. Strategy rows reach only users whose accounts tra
 that strategy.
 
 Browser message types: "prices", "strategy.output" (processor.publishing outputs),
-"strategy.signal", "prompt" (recovery.push), and any other app's type unchanged.
+"strategy.signal", "prompt" (recovery.push), "trade" (orders.events), and any other
+app's type unchanged. Apps need no handler method here: `dispatch` relays every group
+message; add a line to BROWSER_TYPES only to rename a type for the browser.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from django.conf import settings
 
 from dashboard.conflation import BrowserOutbox
 from feeds.publisher import MARKET_GROUP
+from tradingsite import metrics
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,8 @@ CLOSE_STALLED = 4408
 # Which strategies a user may see changes rarely; re-read it this often (and at once
 # on a "dashboard.controls" message).
 VISIBLE_STRATEGIES_REFRESH_S = 10.0
+# Channel-layer message type -> the type the browser sees, where they differ.
+BROWSER_TYPES = {"recovery.prompt": "prompt", "orders.trade": "trade"}
 
 
 def user_group(user_id: int) -> str:
@@ -68,10 +73,13 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        metrics.WS_CONNECTIONS.inc()
 
     async def disconnect(self, code: int) -> None:
         if self._flush_task is not None:
             self._flush_task.cancel()
+        if self.groups_joined:
+            metrics.WS_CONNECTIONS.dec()
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -101,8 +109,8 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             return
         if self.outbox is None:
             return
-        if message["type"] == "recovery.prompt":
-            message = {**message, "type": "prompt"}
+        if message["type"] in BROWSER_TYPES:
+            message = {**message, "type": BROWSER_TYPES[message["type"]]}
         elif message["type"] == "dashboard.controls":
             # A control changed: which strategies this user sees may have too.
             self._visible_read_at = float("-inf")
@@ -129,6 +137,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         while outbox.pending:
             if outbox.stalled:
                 log.warning("dashboard: closing the socket of user %s: browser stopped acknowledging", self.user_id)
+                metrics.WS_STALLED.inc()
                 self.outbox = None  # drop what is queued; the browser resyncs when it reconnects
                 await self.close(code=CLOSE_STALLED)
                 return
@@ -136,5 +145,9 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             if wait_s > 0:
                 await asyncio.sleep(wait_s)
                 continue
-            for message in outbox.take(self.clock()):
+            conflated_before = outbox.stats.rows_conflated
+            batch = outbox.take(self.clock())
+            metrics.WS_BATCHES.inc()
+            metrics.WS_ROWS_CONFLATED.inc(outbox.stats.rows_conflated - conflated_before)
+            for message in batch:
                 await self.send(text_data=_dumps(message))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Callable
 
 
 class Status(StrEnum):
@@ -36,12 +37,18 @@ class HealthBoard:
     def __init__(self) -> None:
         self._health: dict[str, Health] = {}
         self._changed_at: dict[str, float] = {}
+        # Called on every change with (component, before, after); tradingsite.metrics
+        # counts transitions here, where none can be missed between two samples.
+        self.listeners: list[Callable[[str, Health | None, Health], None]] = []
 
     def set(self, component: str, status: Status, reason: str = "", **options: object) -> None:
         health = Health(status, reason, **options)  # type: ignore[arg-type]
-        if self._health.get(component) != health:
-            self._changed_at[component] = time.time()
+        before = self._health.get(component)
         self._health[component] = health
+        if before != health:
+            self._changed_at[component] = time.time()
+            for listener in self.listeners:
+                listener(component, before, health)
 
     def remove(self, component: str) -> None:
         self._health.pop(component, None)

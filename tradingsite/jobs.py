@@ -14,6 +14,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from tradingsite.health import Status
+from tradingsite.metrics import observe_job_run
 from tradingsite.models import ComponentHealth
 from tradingsite.schedule import job_interval_s, job_named
 
@@ -50,8 +51,10 @@ def periodic_job(job_name: str) -> Callable[[Callable[[], T]], Callable[[], T]]:
                 result = fn()
             except Exception as exc:
                 log.exception("job %s: failed", job_name)
+                observe_job_run(job_name, duration_s=time.monotonic() - started, ok=False)
                 _record_run(job_name, Status.DEGRADED, f"last run failed: {exc!r}")
                 raise
+            observe_job_run(job_name, duration_s=time.monotonic() - started, ok=True)
             elapsed_ms = (time.monotonic() - started) * 1000
             _record_run(job_name, Status.HEALTHY, f"last run ok in {elapsed_ms:.0f} ms: {result}")
             return result

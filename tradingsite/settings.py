@@ -275,6 +275,9 @@ DASHBOARD_BROWSER_INTERVAL_S = env.float("DASHBOARD_BROWSER_INTERVAL_S", default
 # directory; prometheus_client reads the variable itself, it is only surfaced here.
 PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 
+# How often a runtime process copies processor figures (mailbox depth, routes) into gauges.
+METRICS_SAMPLE_INTERVAL_S = env.float("METRICS_SAMPLE_INTERVAL_S", default=1.0)
+
 # processor: strategy runtime (issue 5).
 # How often the route command loop's reconcile side re-reads the strategy table.
 PROCESSOR_RECONCILE_INTERVAL_S = env.float("PROCESSOR_RECONCILE_INTERVAL_S", default=1.0)

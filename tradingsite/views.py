@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 
 from feeds.models import Instrument
-from tradingsite.health import Status, worst
+from tradingsite.health_report import build_report
 from tradingsite.selectors import component_health_effective
 
 
@@ -59,28 +59,10 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @require_GET
 @never_cache
 def internal_health(request: HttpRequest) -> JsonResponse:
+    """Components plus the seed 003 section 6 fields (tradingsite.health_report)."""
     db_ok, db_reason = _database_ok()
     components = component_health_effective() if db_ok else []
-    statuses = [Status.HEALTHY if db_ok else Status.BLOCKED] + [c.status for c in components]
-    overall = worst(statuses)
-    return JsonResponse(
-        {
-            "status": overall.value,
-            "ready": overall.allows_readiness,
-            "database": {"status": "HEALTHY" if db_ok else "BLOCKED", "reason": db_reason},
-            "components": [
-                {
-                    "component": c.component,
-                    "status": c.status.value,
-                    "reason": c.reason,
-                    "process": c.process,
-                    "updated_at": c.updated_at.isoformat(),
-                    "age_s": round(c.age_s, 3),
-                }
-                for c in components
-            ],
-        }
-    )
+    return JsonResponse(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
 
 
 @login_not_required

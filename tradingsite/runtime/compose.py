@@ -8,6 +8,7 @@ from orders.startup import orders_startup_tasks
 from processor.startup import processor_startup_tasks
 from recovery.startup import recovery_startup_tasks
 from tradingsite.health import Status
+from tradingsite.metrics_startup import metrics_startup_tasks
 from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from tradingsite.runtime.periodic import run_periodic_job
 from tradingsite.runtime.reporting import report_health_forever, withdraw_health
@@ -45,6 +46,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()
+    tasks += metrics_startup_tasks()
     tasks += orders_startup_tasks()
     if periodic_jobs:
         tasks.append(_periodic_jobs())

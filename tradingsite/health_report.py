@@ -1,0 +1,124 @@
+"""The body of /internal/health: component states plus the fields of seed 003 section 6.
+
+Loop health comes from the reported components (a periodic job's report goes stale,
+DEGRADED, after twice its cadence: tradingsite.jobs), counts from the Prometheus
+metrics the orders app keeps (aggregated over the host's processes in multi-process
+mode). A loop that this deployment does not run is reported as null, not as failing.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable
+
+from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+from prometheus_client.metrics_core import Metric
+
+from tradingsite.health import Status, worst
+from tradingsite.metrics import multiprocess_dir
+from tradingsite.selectors import ComponentView
+
+# Seed field -> the component whose report says whether that loop runs on time.
+LOOP_COMPONENTS = {
+    "tradingLoopHealthy": "orders:executor",
+    "monitorLoopHealthy": "processor",
+    "reconciliationLoopHealthy": "job:orders-reconcile",
+}
+RECONCILIATION_JOB = "job:orders-reconcile"
+
+# Seed field -> (metric family, sample name): summed over every label set.
+COUNT_FIELDS = {
+    "lockContentionCount": ("orders_lock_contention", "orders_lock_contention_total"),
+    "reconciliationMismatchCount": ("orders_reconciliation_mismatches", "orders_reconciliation_mismatches_total"),
+    "reconciliationMissingFromExchange": ("orders_reconciliation_missing_at_broker", "orders_reconciliation_missing_at_broker"),
+    "reconciliationMissingInDb": ("orders_reconciliation_missing_in_db", "orders_reconciliation_missing_in_db"),
+    "capitalInvariantViolations": (
+        "orders_capital_invariant_violations", "orders_capital_invariant_violations_total"
+    ),
+}
+LATENCY_FAMILY = "orders_broker_latency_seconds"
+
+
+def _families() -> list[Metric]:
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return list(registry.collect())
+    return list(REGISTRY.collect())
+
+
+def metric_sums(families: Iterable[Metric]) -> dict[str, float]:
+    """Sum each COUNT_FIELDS sample over its label sets; absent families count 0."""
+    by_name = {family.name: family for family in families}
+    sums: dict[str, float] = {}
+    for field, (family_name, sample_name) in COUNT_FIELDS.items():
+        family = by_name.get(family_name)
+        sums[field] = sum(s.value for s in family.samples if s.name == sample_name) if family else 0.0
+    return sums
+
+
+def latency_histogram(families: Iterable[Metric]) -> dict[str, Any]:
+    """Cumulative broker-latency buckets ({"le": count}), with count and sum, over every broker and call."""
+    family = next((f for f in families if f.name == LATENCY_FAMILY), None)
+    buckets: dict[str, float] = {}
+    count = total = 0.0
+    if family is not None:
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                buckets[sample.labels["le"]] = buckets.get(sample.labels["le"], 0.0) + sample.value
+            elif sample.name.endswith("_count"):
+                count += sample.value
+            elif sample.name.endswith("_sum"):
+                total += sample.value
+    ordered = dict(sorted(buckets.items(), key=lambda item: float(item[0])))
+    return {"buckets": ordered, "count": int(count), "sum_s": total}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def build_report(
+    *, database_ok: bool, database_reason: str, components: list[ComponentView], families: list[Metric] | None = None
+) -> dict[str, Any]:
+    """Return the /internal/health document; pure given its inputs."""
+    families = _families() if families is None else families
+    by_name = {c.component: c for c in components}
+    statuses = [Status.HEALTHY if database_ok else Status.BLOCKED] + [c.status for c in components]
+    loops: dict[str, bool | None] = {}
+    for field, component in LOOP_COMPONENTS.items():
+        view = by_name.get(component)
+        loops[field] = None if view is None else view.status is Status.HEALTHY
+    counts = metric_sums(families)
+    if counts["capitalInvariantViolations"] > 0:
+        statuses.append(Status.DEGRADED)  # seed 003: any violation degrades the service
+    overall = worst(statuses)
+    reconciliation = by_name.get(RECONCILIATION_JOB)
+    return {
+        "status": overall.value,
+        "ready": overall.allows_readiness,
+        # Seed 003: true only while every loop this deployment runs is on time.
+        "readiness": overall.allows_readiness and all(ok is not False for ok in loops.values()),
+        **loops,
+        "reconciliationLastRun": _iso(reconciliation.updated_at if reconciliation else None),
+        **{field: int(value) for field, value in counts.items()},
+        "exchangeLatencyHistogram": latency_histogram(families),
+        "database": {"status": "HEALTHY" if database_ok else "BLOCKED", "reason": database_reason},
+        "feeds": _states(c for c in components if c.component.startswith("feed:")),
+        "routes": _states(c for c in components if c.component.startswith("processor")),
+        "jobs": _states(c for c in components if c.component.startswith("job:")),
+        "components": [
+            {
+                "component": c.component,
+                "status": c.status.value,
+                "reason": c.reason,
+                "process": c.process,
+                "updated_at": c.updated_at.isoformat(),
+                "age_s": round(c.age_s, 3),
+            }
+            for c in components
+        ],
+    }
+
+
+def _states(views: Iterable[ComponentView]) -> dict[str, dict[str, str]]:
+    return {v.component: {"status": v.status.value, "reason": v.reason} for v in views}
