@@ -20,6 +20,7 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
     PeriodicJob("clear-expired-sessions", "tradingsite.tasks.clear_expired_sessions", 3600.0),
     PeriodicJob("prune-component-health", "tradingsite.tasks.prune_component_health", 600.0),
     PeriodicJob("recovery-token-expiry", "recovery.tasks.expire_broker_tokens", 60.0),
+    PeriodicJob("refresh-instrument-metadata", "feeds.tasks.instrument_metadata_refresh", 3600.0),
     PeriodicJob("orders-reconcile", "orders.tasks.reconcile_accounts", 10.0),
 )
 

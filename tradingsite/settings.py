@@ -314,3 +314,21 @@ ORDERS_UPSTOX_API_URL = env.str("ORDERS_UPSTOX_API_URL", default="https://api.up
 ORDERS_UPSTOX_ORDER_URL = env.str("ORDERS_UPSTOX_ORDER_URL", default="https://api-hft.upstox.com")
 ORDERS_UPSTOX_SANDBOX_URL = env.str("ORDERS_UPSTOX_SANDBOX_URL", default="https://api-sandbox.upstox.com")
 ORDERS_UPSTOX_PRODUCT = env.str("ORDERS_UPSTOX_PRODUCT", default="I")
+
+# --- feeds: market data on Redis (issue 9, feeds.redispub; docs/redis-publisher.md) ----
+# Off without REDIS_URL. Keys: {prefix}:{venue}:{market_type}:{symbol}:{channel}.
+MARKET_DATA_PREFIX = env.str("MARKET_DATA_PREFIX", default="md")
+# A key lives cadence x multiplier; cadence per "channel=s" or "venue:channel=s" override.
+MARKET_DATA_TTL_MULTIPLIER = env.float("MARKET_DATA_TTL_MULTIPLIER", default=3.0)
+MARKET_DATA_CADENCE_S = env.list("MARKET_DATA_CADENCE_S", default=[])
+MARKET_DATA_HEARTBEAT_S = env.float("MARKET_DATA_HEARTBEAT_S", default=1.0)
+MARKET_DATA_FALLBACK = env.bool("MARKET_DATA_FALLBACK", default=True)
+MARKET_DATA_SWEEP_S = env.float("MARKET_DATA_SWEEP_S", default=1.0)
+MARKET_DATA_FALLBACK_MIN_POLL_S = env.float("MARKET_DATA_FALLBACK_MIN_POLL_S", default=1.0)
+# REST calls per minute per venue for fallback polls: a fraction of the venue's limit,
+# since the order path shares this IP.
+MARKET_DATA_REST_PER_MINUTE = env.float("MARKET_DATA_REST_PER_MINUTE", default=60.0)
+MARKET_DATA_REST_TIMEOUT_S = env.float("MARKET_DATA_REST_TIMEOUT_S", default=10.0)
+MARKET_DATA_METADATA_RETRY_S = env.float("MARKET_DATA_METADATA_RETRY_S", default=5.0)
+# CONFIG SET notify-keyspace-events at start (adds "Ex"); off for a Redis that refuses CONFIG.
+MARKET_DATA_KEYSPACE_NOTIFICATIONS = env.bool("MARKET_DATA_KEYSPACE_NOTIFICATIONS", default=True)

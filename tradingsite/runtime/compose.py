@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
 from orders.startup import orders_startup_tasks
 from processor.startup import processor_startup_tasks
@@ -44,6 +45,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     process with the same role takes over its predecessor's reports.
     """
     tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
+    tasks += redis_publisher_startup_tasks()
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()
     tasks += metrics_startup_tasks()
