@@ -160,8 +160,10 @@ class StrategyExecutor:
             mailbox=mailbox, history=self._history, backfill_window_ns=self._backfill_ns, clock_ns=self._clock_ns,
         )
         # The bridge attaches before start, so the first output already has somewhere to go.
+        # It hands the executor subscriber's own callables down: one call per batch, not two.
+        assert self._subscriber is not None
         execution.subscribe(ExecutionSubscriber(
-            outputs=self._bridge_outputs, signals=self._bridge_signals,
+            outputs=self._subscriber.outputs, signals=self._subscriber.signals,
             position_changed=self._position_changed, failed=self._execution_failed,
         ))
         execution.start()
@@ -173,14 +175,6 @@ class StrategyExecutor:
         route.execution.unsubscribe()  # the bridge goes first, then the execution
         route.execution.cancel()
         self._on_removed(instrument)
-
-    def _bridge_outputs(self, batch: OutputBatch) -> None:
-        assert self._subscriber is not None
-        self._subscriber.outputs(batch)
-
-    def _bridge_signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
-        assert self._subscriber is not None
-        self._subscriber.signals(signals, outputs)
 
     def _position_changed(self, execution: StrategyExecution) -> None:
         instrument = execution.instrument

@@ -38,7 +38,7 @@ class StrategyOutput:
         return strategy_class(self.kind).encode_values((self.time_ns, self.occurrence_ns, *self.values.values()))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs more than folding a tick; never mutated
 class OutputBatch:
     """Consecutive outputs of one execution: rows[i] has sequence number first_seq + i."""
 

@@ -14,6 +14,7 @@ Four core jobs (seed 000's Processor contract):
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -271,8 +272,8 @@ class Processor:
         )
         # Subscribed before start: the first output of the first execution has a reader.
         executor.subscribe(ExecutorSubscriber(
-            outputs=lambda batch: self._route_outputs(key, route_instance_id, batch),
-            signals=lambda signals, outputs: self._route_signals(key, route_instance_id, signals, outputs),
+            outputs=functools.partial(self._route_outputs, key, route_instance_id),
+            signals=functools.partial(self._route_signals, key, route_instance_id),
         ))
         executor.start()
         executor.set_instruments(spec.instruments)
