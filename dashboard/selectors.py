@@ -7,10 +7,11 @@ accounts (through a trade setting), and those strategies' signals and outputs.
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from dashboard.models import ControlAudit, KillSwitch
-from orders.models import Account, TradeSetting
+from feeds.models import Tick
+from orders.models import Account, Fill, LedgerEntry, Order, Position, TradeSetting
 from processor.models import Strategy, StrategySignal
 
 GLOBAL_SCOPE = "global"
@@ -26,6 +27,41 @@ def accounts_for_user(user: User) -> QuerySet[Account]:
     if not user.is_authenticated:
         return Account.objects.none()
     return Account.objects.filter(owner_id=user.pk)
+
+
+def accounts_with_ledger_for_user(user: User) -> QuerySet[Account]:
+    return accounts_for_user(user).select_related("ledger", "kill_switch")
+
+
+def ledger_entries_for_user(user: User, *, account_id: int | None = None) -> QuerySet[LedgerEntry]:
+    entries = LedgerEntry.objects.filter(account__owner_id=user.pk) if user.is_authenticated else LedgerEntry.objects.none()
+    if account_id is not None:
+        entries = entries.filter(account_id=account_id)
+    return entries.order_by("-id")
+
+
+def orders_for_user(user: User) -> QuerySet[Order]:
+    if not user.is_authenticated:
+        return Order.objects.none()
+    return Order.objects.filter(account__owner_id=user.pk).select_related("account", "strategy", "instrument__feed")
+
+
+def fills_for_user(user: User) -> QuerySet[Fill]:
+    if not user.is_authenticated:
+        return Fill.objects.none()
+    return Fill.objects.filter(account__owner_id=user.pk).select_related("order", "order__instrument")
+
+
+def positions_for_user(user: User) -> QuerySet[Position]:
+    """The user's positions, each with `last_price`: the newest recorded tick of its instrument (or None)."""
+    if not user.is_authenticated:
+        return Position.objects.none()
+    newest_tick = Tick.objects.filter(instrument_id=OuterRef("instrument_id")).order_by("-ts_event").values("price")[:1]
+    return (
+        Position.objects.filter(account__owner_id=user.pk)
+        .select_related("account", "strategy", "instrument__feed")
+        .annotate(last_price=Subquery(newest_tick))
+    )
 
 
 def trade_settings_for_user(user: User) -> QuerySet[TradeSetting]:
@@ -68,10 +104,32 @@ def entries_halted(*, account_id: int) -> str | None:
     an account switch stops that account. Exits are never halted (positions must be
     able to close). One query.
     """
-    for switch in KillSwitch.objects.filter(scope__in=[GLOBAL_SCOPE, account_scope(account_id)], engaged=True):
-        where = "global kill switch" if switch.scope == GLOBAL_SCOPE else "account kill switch"
-        return f"{where} engaged" + (f": {switch.reason}" if switch.reason else "")
+    switches = KillSwitch.objects.filter(scope__in=[GLOBAL_SCOPE, account_scope(account_id)], engaged=True)
+    # The global switch first: it is the one an operator looks for.
+    for switch in sorted(switches, key=lambda s: s.scope != GLOBAL_SCOPE):
+        return _halt_reason(switch)
     return None
+
+
+def entries_halted_by_account(user: User) -> dict[int, str | None]:
+    """entries_halted for each of the user's accounts, in two queries."""
+    account_ids = list(accounts_for_user(user).values_list("pk", flat=True))
+    switches = {
+        switch.scope: switch
+        for switch in KillSwitch.objects.filter(
+            scope__in=[GLOBAL_SCOPE, *(account_scope(pk) for pk in account_ids)], engaged=True
+        )
+    }
+    halted: dict[int, str | None] = {}
+    for pk in account_ids:
+        switch = switches.get(GLOBAL_SCOPE) or switches.get(account_scope(pk))
+        halted[pk] = None if switch is None else _halt_reason(switch)
+    return halted
+
+
+def _halt_reason(switch: KillSwitch) -> str:
+    where = "global kill switch" if switch.scope == GLOBAL_SCOPE else "account kill switch"
+    return f"{where} engaged" + (f": {switch.reason}" if switch.reason else "")
 
 
 def control_audit_for_user(user: User) -> QuerySet[ControlAudit]:

@@ -1,16 +1,101 @@
-// Live dashboard: one websocket, reconnecting with jittered backoff; rows update in place.
+// Live dashboard: one websocket (jittered reconnect), batches acknowledged so the server
+// can tell a stalled tab; prices and charts update in place; other panels are
+// re-rendered by the server (/dashboard/panels/<name>/) when a pushed event says they
+// changed. Numbers stay the server's exact strings; Number() is for drawing only.
 (function () {
   "use strict";
   const badge = document.getElementById("connection");
   const body = document.querySelector("#prices tbody");
+  const charts = new Map(); // "feed|symbol" -> chart state
+  const LW = window.LightweightCharts;
+  const INDICATOR_COLORS = ["#f5a623", "#b47cff", "#4dd0e1", "#ff7eb6", "#9ccc65"];
+  // Output values drawn as lines on the price chart: ema's fast/slow, volume_breakout's
+  // bar high/low; open/close/volume would only repeat the price line.
+  const INDICATOR_NAMES = new Set(["fast", "slow", "high", "low"]);
   let attempt = 0;
 
   function setState(state, text) {
+    if (!badge) return;
     badge.dataset.state = state;
     badge.textContent = text;
     badge.className = "badge badge-" + (state === "live" ? "ok" : state === "closed" ? "bad" : "wait");
   }
 
+  // ---- charts -------------------------------------------------------------------
+  function chartFor(feed, symbol) {
+    const key = feed + "|" + symbol;
+    if (charts.has(key)) return charts.get(key);
+    const card = document.querySelector(`.chart-card[data-feed="${CSS.escape(feed)}"][data-symbol="${CSS.escape(symbol)}"]`);
+    if (!card || !LW) return null;
+    const box = card.querySelector(".chart");
+    const chart = LW.createChart(box, {
+      height: 220,
+      autoSize: true,
+      layout: { background: { color: "#161d26" }, textColor: "#8393a5", attributionLogo: true },
+      grid: { vertLines: { color: "#1f2935" }, horzLines: { color: "#1f2935" } },
+      timeScale: { timeVisible: true, secondsVisible: true, borderColor: "#263241" },
+      rightPriceScale: { borderColor: "#263241" },
+    });
+    const price = chart.addSeries(LW.LineSeries, { color: "#4da3ff", lineWidth: 2, priceLineVisible: true, title: symbol });
+    const state = { key, box, chart, price, markersApi: LW.createSeriesMarkers(price, []), markers: [], lines: new Map(), lastTime: 0, points: 0 };
+    charts.set(key, state);
+    return state;
+  }
+
+  function monotonic(state, seconds) {
+    // The chart needs non-decreasing times; conflated pushes can share a second.
+    const t = Math.max(state.lastTime, Math.floor(seconds));
+    state.lastTime = t;
+    return t;
+  }
+
+  function addPricePoint(state, seconds, value) {
+    state.price.update({ time: monotonic(state, seconds), value: Number(value) });
+    state.points += 1;
+    state.box.dataset.points = String(state.points);
+  }
+
+  function applyOutput(row) {
+    const state = chartFor(row.feed, row.symbol);
+    if (!state) return;
+    Object.keys(row.values).filter((name) => INDICATOR_NAMES.has(name)).forEach((name) => {
+      const value = row.values[name];
+      if (value === null || value === undefined || value === "") return;
+      const lineKey = row.strategy + ":" + name;
+      let line = state.lines.get(lineKey);
+      if (!line) {
+        line = { series: state.chart.addSeries(LW.LineSeries, { color: INDICATOR_COLORS[state.lines.size % INDICATOR_COLORS.length], lineWidth: 1, title: `${row.strategy} ${name}`, priceLineVisible: false, lastValueVisible: false }), last: 0 };
+        state.lines.set(lineKey, line);
+      }
+      const t = Math.max(line.last, Math.floor(row.occurrence_time_ms / 1000));
+      line.last = t;
+      line.series.update({ time: t, value: Number(value) });
+    });
+  }
+
+  function applySignalMarker(signal) {
+    const state = chartFor(signal.feed, signal.symbol);
+    if (!state) return;
+    // The marker needs a bar at its time: put the signal's own price there.
+    const seconds = signal.occurrence_time_ms / 1000;
+    if (Math.floor(seconds) >= state.lastTime) addPricePoint(state, seconds, signal.price);
+    const entry = signal.kind.startsWith("ENTRY");
+    const long = signal.kind.endsWith("LONG");
+    state.markers.push({
+      time: Math.min(state.lastTime, Math.floor(seconds)),
+      position: entry === long ? "belowBar" : "aboveBar",
+      shape: entry === long ? "arrowUp" : "arrowDown",
+      color: entry ? "#2fbf71" : "#ef5350",
+      text: signal.kind.replace("_", " ").toLowerCase(),
+      id: signal.output_id,
+    });
+    state.markers.sort((a, b) => a.time - b.time);
+    if (state.markers.length > 200) state.markers.splice(0, state.markers.length - 200);
+    state.markersApi.setMarkers(state.markers);
+    state.box.dataset.markers = String(state.markers.length);
+  }
+
+  // ---- prices table -------------------------------------------------------------
   function rowFor(update) {
     let row = body.querySelector(`tr[data-feed="${CSS.escape(update.feed)}"][data-symbol="${CSS.escape(update.symbol)}"]`);
     if (!row) {
@@ -36,7 +121,6 @@
     const priceCell = row.querySelector(".price");
     const previous = priceCell.textContent;
     priceCell.textContent = update.price;
-    // Display only: the numbers stay exact strings; float is fine for a percentage.
     const change = (Number(update.price) / Number(update.open) - 1) * 100;
     const changeCell = row.querySelector(".change");
     changeCell.textContent = (change >= 0 ? "+" : "") + change.toFixed(2) + "%";
@@ -50,11 +134,98 @@
       void row.offsetWidth;
       row.classList.add("flash");
     }
+    const state = chartFor(update.feed, update.symbol);
+    if (state) addPricePoint(state, update.ts_ms / 1000, update.price);
   }
 
+  // ---- signals table ------------------------------------------------------------
+  function applySignalRow(signal) {
+    const table = document.querySelector("#signals tbody");
+    if (!table || table.querySelector(`tr[data-signal="${CSS.escape(signal.output_id)}"]`)) return;
+    const empty = table.querySelector("tr.empty");
+    if (empty) empty.remove();
+    const row = document.createElement("tr");
+    row.dataset.signal = signal.output_id;
+    row.className = "new";
+    const cells = [new Date(signal.emitted_ms).toISOString().slice(11, 19), signal.strategy, signal.symbol, null, signal.price];
+    cells.forEach((text, i) => {
+      const cell = document.createElement("td");
+      if (i === 0) cell.className = "time";
+      if (i === 4) cell.className = "num";
+      if (text === null) {
+        const tag = document.createElement("span");
+        tag.className = "signal-kind " + signal.kind.toLowerCase();
+        tag.textContent = signal.kind;
+        cell.appendChild(tag);
+      } else cell.textContent = text;
+      row.appendChild(cell);
+    });
+    table.prepend(row);
+    while (table.children.length > 50) table.lastElementChild.remove();
+  }
+
+  // ---- server-rendered panels ---------------------------------------------------
+  const refreshTimers = new Map();
+  function refreshPanel(section) {
+    const name = section.dataset.panel;
+    if (refreshTimers.has(name)) return; // at most one refresh per panel per second
+    refreshTimers.set(name, setTimeout(async () => {
+      refreshTimers.delete(name);
+      const response = await fetch(`/dashboard/panels/${name}/`, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (response.ok) {
+        section.innerHTML = await response.text();
+        section.dataset.refreshed = String(Number(section.dataset.refreshed || 0) + 1);
+      }
+    }, 1000));
+  }
+  function refreshPanelsFor(type) {
+    document.querySelectorAll("[data-refresh-on]").forEach((section) => {
+      if (section.dataset.refreshOn.split(" ").includes(type)) refreshPanel(section);
+    });
+  }
+  document.querySelectorAll("[data-refresh-every]").forEach((section) => {
+    setInterval(() => refreshPanel(section), Number(section.dataset.refreshEvery) * 1000);
+  });
+
+  // ---- controls: confirm, then POST -----------------------------------------------
+  const dialog = document.getElementById("confirm-dialog");
+  document.addEventListener("submit", (event) => {
+    const form = event.target.closest("form.control");
+    if (!form || !dialog) return;
+    event.preventDefault();
+    dialog.querySelector(".question").textContent = form.dataset.confirm;
+    dialog.querySelector("input[name=reason]").value = "";
+    dialog.onclose = async () => {
+      if (dialog.returnValue !== "confirm") return;
+      const data = new FormData(form);
+      data.set("confirm", "yes");
+      data.set("reason", dialog.querySelector("input[name=reason]").value);
+      const response = await fetch(form.action, {
+        method: "POST", body: data, credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": data.get("csrfmiddlewaretoken") || "" },
+      });
+      const result = await response.json().catch(() => ({ ok: false, message: `HTTP ${response.status}` }));
+      toast(result.message, result.ok);
+      const section = form.closest("[data-panel]");
+      if (section) refreshPanel(section);
+      if (form.classList.contains("kill-global") || form.classList.contains("kill-account")) refreshPanelsFor("dashboard.controls");
+    };
+    dialog.showModal();
+  }, true);
+
+  function toast(text, ok) {
+    const note = document.createElement("p");
+    note.className = "toast " + (ok ? "ok" : "bad");
+    note.textContent = text;
+    document.body.appendChild(note);
+    setTimeout(() => note.remove(), 4000);
+  }
+
+  // ---- socket ---------------------------------------------------------------------
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/ws/dashboard/`);
+    let acked = 0;
     socket.onopen = () => {
       attempt = 0;
       setState("live", "live");
@@ -63,8 +234,19 @@
     };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
-      window.dispatchEvent(new CustomEvent("dashboard:message", { detail: event }));
-      if (event.type === "prices") event.prices.forEach(applyPrice);
+      try {
+        window.dispatchEvent(new CustomEvent("dashboard:message", { detail: event }));
+        if (event.type === "prices") event.prices.forEach(applyPrice);
+        else if (event.type === "strategy.output") event.outputs.forEach(applyOutput);
+        else if (event.type === "strategy.signal") event.signals.forEach((s) => { applySignalRow(s); applySignalMarker(s); });
+        else refreshPanelsFor(event.type);
+      } finally {
+        // Acknowledge each batch once handled: the server stops a tab that never does.
+        if (event.seq && event.seq > acked && socket.readyState === WebSocket.OPEN) {
+          acked = event.seq;
+          socket.send(JSON.stringify({ type: "ack", seq: acked }));
+        }
+      }
     };
     socket.onclose = (event) => {
       if (event.code === 4401) { setState("closed", "logged out"); location.reload(); return; }
@@ -74,5 +256,6 @@
       setTimeout(connect, delay);
     };
   }
+  if (!LW) setState("closed", "chart library missing: run npm ci");
   connect();
 })();

@@ -5,7 +5,8 @@ from django.urls import include, path
 from tradingsite import views
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
+    # The dashboard page, its panels and controls (issue 8); views.dashboard stays for reference.
+    path("", include("dashboard.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
@@ -14,4 +15,5 @@ urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("recovery/", include("recovery.urls")),
+    path("api/", include("api.urls")),
 ]

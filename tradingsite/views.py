@@ -1,4 +1,4 @@
-"""Dashboard page, health endpoints and the guarded metrics endpoint."""
+"""Health endpoints and the guarded metrics endpoint (the dashboard page is dashboard.views)."""
 from __future__ import annotations
 
 import hmac
@@ -8,21 +8,12 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 
-from feeds.models import Instrument
 from tradingsite.health_report import build_report
 from tradingsite.selectors import component_health_effective
-
-
-def dashboard(request: HttpRequest) -> HttpResponse:
-    instruments = Instrument.objects.filter(
-        feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades"
-    ).select_related("feed").distinct()
-    return render(request, "dashboard.html", {"instruments": instruments})
 
 
 @login_not_required

@@ -1,0 +1,126 @@
+"""What each dashboard panel shows, for one user: built once per render, from selectors.
+
+A panel is a template under templates/dashboard/ plus a function here returning its
+context; the page renders them all, and /dashboard/panels/<name>/ renders one so the
+browser can refresh a panel in place when a pushed event says it changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from dashboard import selectors
+from dashboard.pnl import unrealized_pnl
+from feeds.market import fixed_from_decimal, fixed_to_str
+from feeds.models import Instrument
+from tradingsite.selectors import component_health_effective
+
+RECENT_ROWS = 25
+
+
+@dataclass(frozen=True)
+class PositionRow:
+    position: Any
+    quantity: str
+    average_price: str
+    realized_pnl: str
+    last_price: str | None
+    unrealized_pnl: str | None
+    unrealized_sign: int
+
+
+def _money(value: int | None) -> str | None:
+    return None if value is None else fixed_to_str(value)
+
+
+def prices_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    visible = selectors.visible_strategy_ids(user_id=user.pk)
+    instruments = (
+        Instrument.objects.filter(feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades")
+        .select_related("feed").prefetch_related("strategies").distinct()
+    )
+    rows = []
+    for instrument in instruments:
+        strategies = [s for s in instrument.strategies.all() if s.pk in visible]
+        rows.append({"instrument": instrument, "strategies": strategies})
+    return {"instruments": rows}
+
+
+def signals_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    return {"signals": list(selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:RECENT_ROWS])}
+
+
+def trading_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    positions = []
+    for position in selectors.positions_for_user(user).filter(state="OPEN")[:RECENT_ROWS]:
+        pnl = unrealized_pnl(
+            side=position.side, quantity=position.quantity, cost=position.cost, last_price=position.last_price,
+            multiplier=fixed_from_decimal(position.instrument.contract_multiplier),
+        )
+        average = position.average_price
+        positions.append(PositionRow(
+            position=position, quantity=fixed_to_str(position.quantity),
+            average_price="–" if average is None else str(average), realized_pnl=fixed_to_str(position.realized_pnl),
+            last_price=_money(position.last_price), unrealized_pnl=_money(pnl),
+            unrealized_sign=0 if not pnl else (1 if pnl > 0 else -1),
+        ))
+    return {
+        "positions": positions,
+        "orders": list(selectors.orders_for_user(user)[:RECENT_ROWS]),
+        "fills": list(selectors.fills_for_user(user)[:RECENT_ROWS]),
+    }
+
+
+def accounts_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    halted = selectors.entries_halted_by_account(user)
+    switches = selectors.kill_switches_for_user(user)
+    accounts = []
+    for account in selectors.accounts_with_ledger_for_user(user):
+        ledger = getattr(account, "ledger", None)
+        figures = None if ledger is None else {key: fixed_to_str(value) for key, value in (
+            ("allocated", ledger.allocated_capital), ("reserved_for_orders", ledger.reserved_for_orders),
+            ("reserved_for_positions", ledger.reserved_for_positions), ("realized_pnl", ledger.realized_pnl),
+            ("available", ledger.available),
+        )}
+        switch = switches.get(selectors.account_scope(account.pk))
+        accounts.append({
+            "account": account, "ledger": figures, "halted": halted.get(account.pk),
+            "switch_engaged": bool(switch and switch.engaged),
+        })
+    global_switch = switches.get(selectors.GLOBAL_SCOPE)
+    return {
+        "accounts": accounts,
+        "global_engaged": bool(global_switch and global_switch.engaged),
+        "global_reason": global_switch.reason if global_switch else "",
+        "journal": list(selectors.ledger_entries_for_user(user).select_related("account")[:RECENT_ROWS]),
+    }
+
+
+def controls_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    return {
+        "trade_settings": list(selectors.trade_settings_for_user(user).order_by("strategy__name", "account__name")),
+        "strategies": list(selectors.strategies_for_user(user).order_by("name")),
+        "audit": list(selectors.control_audit_for_user(user)[:10]),
+    }
+
+
+def health_panel(user: AbstractBaseUser) -> dict[str, Any]:
+    if not user.is_staff:
+        return {"components": None}
+    return {"components": component_health_effective()}
+
+
+PANELS: dict[str, Callable[[AbstractBaseUser], dict[str, Any]]] = {
+    "prices": prices_panel,
+    "signals": signals_panel,
+    "trading": trading_panel,
+    "accounts": accounts_panel,
+    "controls": controls_panel,
+    "health": health_panel,
+}
+
+
+def panel_context(name: str, user: AbstractBaseUser) -> dict[str, Any]:
+    return PANELS[name](user)

@@ -1,0 +1,24 @@
+"""Filters for the dashboard's exact numbers and nanosecond times."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from django import template
+
+from feeds.market import fixed_to_str
+
+register = template.Library()
+
+
+@register.filter
+def fixed(value: int | None) -> str:
+    """A fixed-point integer (x 10**8) as its exact decimal string."""
+    return "–" if value is None else fixed_to_str(int(value))
+
+
+@register.filter
+def ns_time(value: int | None) -> str:
+    """UTC nanoseconds as HH:MM:SS.mmm."""
+    if value is None:
+        return "–"
+    return datetime.fromtimestamp(int(value) / 1e9, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
