@@ -6,13 +6,28 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from feeds import selectors
+from feeds.checkpoint import load_checkpoints, record_known_hole
 from feeds.fanout import FeedFanout, drain
+from feeds.feed_streams import build_feed_streams, is_exchange_venue
 from feeds.publisher import PricePublisher
+from feeds.ratelimit import RateLimiterRegistry
+from feeds.recorder import TickRecorder
 from feeds.stream import FeedStream
+from feeds.stream_settings import feed_stream_settings
+from feeds.tick_selectors import instrument_keys
+from feeds.tick_writer import writer_for_database
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+
+# The recorder's fan-out queue holds batches (a frame's trades, or up to 1000 recovered
+# ones); it must absorb a recovery burst while a flush is in progress.
+RECORDER_QUEUE_BATCHES = 20_000
+
+
+async def _record_hole(feed: str, symbol: str, start_ns: int, end_ns: int, reason: str) -> None:
+    await database_sync_to_async(record_known_hole)(feed, symbol, start_ns, end_ns, reason)
 
 
 def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
@@ -30,14 +45,54 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
         names = [spec.name for spec in ctx.resources["feed_specs"]]
         ctx.resources["symbols"] = await database_sync_to_async(selectors.symbol_names)(names)
 
+    async def start_recorder(ctx: RuntimeContext) -> None:
+        if not settings.RECORDER_ENABLED:
+            return
+        names = [spec.name for spec in ctx.resources["feed_specs"]]
+        keys = await database_sync_to_async(instrument_keys)(names)
+        writer = await database_sync_to_async(writer_for_database)()
+        recorder = TickRecorder(
+            writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
+            capacity=settings.RECORDER_CAPACITY, health=ctx.health,
+        )
+        fanout: FeedFanout = ctx.resources["fanout"]
+        queue = fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
+
+        async def flush_on_shutdown() -> None:
+            # Teardown cancelled the drain task: what is still queued is taken here.
+            while not queue.empty():
+                recorder.offer(queue.get_nowait())
+            await recorder.close()
+
+        ctx.exit_stack.push_async_callback(flush_on_shutdown)
+        ctx.resources["recorder"] = recorder
+        ctx.spawn("recorder:drain", drain("recorder", queue, recorder.consume))
+        ctx.spawn("recorder:flush", recorder.run())
+
     async def start_data_flow(ctx: RuntimeContext) -> None:
         specs: list[FeedSpec] = ctx.resources["feed_specs"]
+        fanout: FeedFanout = ctx.resources["fanout"]
+        limiters = RateLimiterRegistry(
+            fraction=settings.FEED_RATE_LIMIT_FRACTION, max_wait_s=settings.FEED_RATE_LIMIT_MAX_WAIT_S
+        )
+        stream_settings = feed_stream_settings()
         for spec in specs:
             if not spec.instruments:
                 ctx.health.set(f"feed:{spec.name}", Status.DEGRADED, "no subscribed instruments")
                 continue
-            stream = FeedStream(spec, get_venue(spec.venue), ctx.resources["fanout"], ctx.health)
-            ctx.spawn(f"feed:{spec.name}", stream.run())
+            venue = get_venue(spec.venue)
+            if not is_exchange_venue(venue):
+                stream = FeedStream(spec, venue, fanout, ctx.health)
+                ctx.spawn(f"feed:{spec.name}", stream.run())
+                continue
+            checkpoints = await database_sync_to_async(load_checkpoints)(spec.name)
+            streams = await build_feed_streams(
+                spec, venue, publish=fanout.publish, health=ctx.health,  # type: ignore[arg-type]
+                limiter=limiters.for_venue(spec.venue), settings=stream_settings, checkpoints=checkpoints,
+                hole_sink=_record_hole,
+            )
+            for supervised in streams:
+                ctx.spawn(supervised.component, supervised.run())
 
     async def start_price_publisher(ctx: RuntimeContext) -> None:
         fanout: FeedFanout = ctx.resources["fanout"]
@@ -51,6 +106,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
     return [
         StartupTask("load-feeds", Phase.ADD_FEEDS_AND_STRATEGIES, load_feeds),
         StartupTask("load-instrument-names", Phase.SUBSCRIPTIONS, load_instrument_names),
+        StartupTask("start-recorder", Phase.SUBSCRIPTIONS, start_recorder),
         StartupTask("start-data-flow", Phase.DATA_FLOW, start_data_flow),
         StartupTask("start-price-publisher", Phase.DATA_BRIDGE, start_price_publisher),
     ]

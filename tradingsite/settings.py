@@ -332,3 +332,30 @@ MARKET_DATA_REST_TIMEOUT_S = env.float("MARKET_DATA_REST_TIMEOUT_S", default=10.
 MARKET_DATA_METADATA_RETRY_S = env.float("MARKET_DATA_METADATA_RETRY_S", default=5.0)
 # CONFIG SET notify-keyspace-events at start (adds "Ex"); off for a Redis that refuses CONFIG.
 MARKET_DATA_KEYSPACE_NOTIFICATIONS = env.bool("MARKET_DATA_KEYSPACE_NOTIFICATIONS", default=True)
+
+# --- feeds streams and recorder (issue 4): supervised streams, gap recovery, tick recorder; docs/streams.md ---
+# A stream with no frame for this long is redialled (its gap then recovered over REST).
+FEED_HEARTBEAT_TIMEOUT_S = env.float("FEED_HEARTBEAT_TIMEOUT_S", default=60.0)
+FEED_HEARTBEAT_CHECK_S = env.float("FEED_HEARTBEAT_CHECK_S", default=1.0)
+# Websocket keepalive: a connection with no pong within ping interval + timeout is dropped.
+FEED_WS_PING_INTERVAL_S = env.float("FEED_WS_PING_INTERVAL_S", default=10.0)
+FEED_WS_PING_TIMEOUT_S = env.float("FEED_WS_PING_TIMEOUT_S", default=10.0)
+FEED_WS_OPEN_TIMEOUT_S = env.float("FEED_WS_OPEN_TIMEOUT_S", default=10.0)
+# Planned redial age; 0 = the venue's maximum connection age less 10 minutes.
+FEED_MAX_CONNECTION_AGE_S = env.float("FEED_MAX_CONNECTION_AGE_S", default=0.0)
+FEED_BACKOFF_INITIAL_S = env.float("FEED_BACKOFF_INITIAL_S", default=0.5)
+FEED_BACKOFF_MAX_S = env.float("FEED_BACKOFF_MAX_S", default=30.0)
+FEED_BREAKER_THRESHOLD = env.int("FEED_BREAKER_THRESHOLD", default=10)
+FEED_BREAKER_COOLDOWN_S = env.float("FEED_BREAKER_COOLDOWN_S", default=60.0)
+# Failed gap recoveries in a row before the gap is recorded as a known hole.
+FEED_RECOVERY_ATTEMPTS = env.int("FEED_RECOVERY_ATTEMPTS", default=5)
+FEED_REST_TIMEOUT_S = env.float("FEED_REST_TIMEOUT_S", default=10.0)
+# Share of each venue's published rate limits this process may use, and how long a call
+# may wait for a token before it is refused (fail closed).
+FEED_RATE_LIMIT_FRACTION = env.float("FEED_RATE_LIMIT_FRACTION", default=0.5)
+FEED_RATE_LIMIT_MAX_WAIT_S = env.float("FEED_RATE_LIMIT_MAX_WAIT_S", default=5.0)
+RECORDER_ENABLED = env.bool("RECORDER_ENABLED", default=True)
+RECORDER_BATCH_SIZE = env.int("RECORDER_BATCH_SIZE", default=5000)
+RECORDER_FLUSH_INTERVAL_S = env.float("RECORDER_FLUSH_INTERVAL_S", default=0.5)
+# Ticks held in memory while the database is slow or down; beyond it they are dropped and counted.
+RECORDER_CAPACITY = env.int("RECORDER_CAPACITY", default=200_000)
