@@ -12,7 +12,9 @@ from feeds.models import Feed, Instrument, MarketType, Subscription
 from feeds.venues import VENUES
 
 # What a venue trades when the operator does not say; anything else is spot.
-_DEFAULT_MARKET_TYPE = {"simulated": MarketType.SIMULATED, "binance_usdm": MarketType.PERPETUAL}
+_DEFAULT_MARKET_TYPE = {
+    "simulated": MarketType.SIMULATED, "binance-usdm": MarketType.PERPETUAL, "kucoin-futures": MarketType.PERPETUAL,
+}
 # Settings keys the URL overrides fill; the venue validates them like any other setting.
 WS_URL_KEY = "ws_url"
 REST_URL_KEY = "rest_url"
