@@ -355,7 +355,14 @@ class Processor:
         assert self._load_desired is not None
         last: tuple[StrategySpec, ...] | None = None
         while True:
-            desired = tuple(sorted(await self._load_desired(), key=lambda spec: spec.route_key))
+            try:
+                loaded = await self._load_desired()
+            except Exception:
+                # A database blip: the routes keep running on the last known set.
+                log.exception("processor: reading the strategy table failed; retrying")
+                await asyncio.sleep(self._reconcile_interval_s)
+                continue
+            desired = tuple(sorted(loaded, key=lambda spec: spec.route_key))
             if desired != last:
                 last = desired
                 self._commands.put_nowait(Reconcile(desired))

@@ -294,3 +294,28 @@ async def test_executions_and_executors_refuse_to_start_before_a_subscriber():
     )
     with pytest.raises(RuntimeError, match="subscriber"):
         executor.start()
+
+
+async def test_the_reconcile_loop_survives_a_failing_strategy_table_and_picks_up_changes():
+    calls = []
+    desired = [spec(1, ["BTC"])]
+
+    async def load():
+        calls.append(1)
+        if len(calls) == 2:
+            raise ConnectionError("database restarting")
+        return list(desired)
+
+    processor = Processor(sink=RecordingSink(), load_desired=load, reconcile_interval_s=0.001)
+    processor.start()
+    while len(calls) < 4:
+        await asyncio.sleep(0.001)
+    await processor.settled()
+    assert processor.instrument_routes() == {"s1": {(FEED, "BTC")}}
+    desired.append(spec(2, ["ETH"], params={"x": 1}))
+    while len(calls) < 8:
+        await asyncio.sleep(0.001)
+    await processor.settled()
+    assert set(processor.instrument_routes()) == {"s1", "s2"}
+    assert processor.readiness().ready
+    await processor.stop()
