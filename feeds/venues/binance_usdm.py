@@ -27,7 +27,7 @@ from feeds.venues.base import (
     StreamState, TradeQuery, WireMessage, open_exchange_stream,
 )
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import fixed, fixed_positive
+from feeds.venues.numbers import fixed, fixed_positive, ms_to_ns
 from feeds.venues.settings import base_url, clean_exchange_settings
 
 NAME = "binance-usdm"
@@ -179,7 +179,7 @@ def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
             symbol=payload.s,
             price=fixed_positive(payload.p),
             volume=fixed_positive(payload.q),
-            ts_event=payload.T * 1_000_000,
+            ts_event=ms_to_ns(payload.T),
             ts_recv=received_ns,
             trade_id=str(payload.a),
             side=Side.SELL if payload.m else Side.BUY,
@@ -195,12 +195,12 @@ def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
     return MarkPrice(
         symbol=update.s,
         mark_price=fixed_positive(update.p),
-        ts_event=update.E * 1_000_000,
+        ts_event=ms_to_ns(update.E),
         ts_recv=received_ns,
         index_price=fixed_positive(update.i) if update.i else None,
         # An empty rate means "no funding" (delivery contracts): absent, never zero.
         funding_rate=fixed(update.r) if update.r else None,
-        next_funding_ns=update.T * 1_000_000 if update.T else None,
+        next_funding_ns=ms_to_ns(update.T) if update.T else None,
     )
 
 
@@ -214,7 +214,7 @@ def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
         bid_size=bid_size,
         ask_price=fixed_positive(book.a),
         ask_size=ask_size,
-        ts_event=book.T * 1_000_000,
+        ts_event=ms_to_ns(book.T),
         ts_recv=received_ns,
         sequence=book.u,
     )
@@ -308,7 +308,7 @@ def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketD
                 symbol=symbol.upper(),
                 price=fixed_positive(row.p),
                 volume=fixed_positive(row.q),
-                ts_event=row.T * 1_000_000,
+                ts_event=ms_to_ns(row.T),
                 ts_recv=received_ns,
                 trade_id=str(row.a),
                 side=Side.SELL if row.m else Side.BUY,

@@ -27,7 +27,7 @@ from feeds.venues.base import (
     StatelessStream, StreamState, TradeQuery, WireMessage, open_exchange_stream,
 )
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import decimal_to_fixed, decimal_to_fixed_positive, iso_utc_to_ns
+from feeds.venues.numbers import checked_ns, decimal_to_fixed, decimal_to_fixed_positive, iso_utc_to_ns
 from feeds.venues.settings import base_url, clean_exchange_settings
 
 NAME = "bitflyer"
@@ -135,7 +135,7 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
         symbol=symbol,
         price=decimal_to_fixed_positive(execution.price),
         volume=decimal_to_fixed_positive(execution.size),
-        ts_event=iso_utc_to_ns(execution.exec_date),
+        ts_event=checked_ns(iso_utc_to_ns(execution.exec_date)),
         ts_recv=received_ns,
         trade_id=str(execution.id),
         side=side,
@@ -156,7 +156,7 @@ def _ticker(ticker: TickerMessage, received_ns: int) -> Ticker:
     return Ticker(
         symbol=ticker.product_code,
         last_price=decimal_to_fixed_positive(ticker.ltp),
-        ts_event=iso_utc_to_ns(ticker.timestamp),
+        ts_event=checked_ns(iso_utc_to_ns(ticker.timestamp)),
         ts_recv=received_ns,
         best_bid=_quote(ticker.best_bid),
         best_ask=_quote(ticker.best_ask),

@@ -31,7 +31,7 @@ from feeds.venues.base import (
     StatelessStream, StreamState, WireMessage, open_exchange_stream,
 )
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import decimal_to_fixed, decimal_to_fixed_positive
+from feeds.venues.numbers import checked_ns, decimal_to_fixed, decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
 
@@ -190,7 +190,7 @@ def _trade(match: Match, received_ns: int) -> MarketData:
         symbol=match.symbol,
         price=decimal_to_fixed_positive(match.price),
         volume=decimal_to_fixed_positive(match.size),  # contracts, as sent
-        ts_event=match.ts,
+        ts_event=checked_ns(match.ts),
         ts_recv=received_ns,
         trade_id=match.tradeId,
         side=side,
@@ -201,7 +201,7 @@ def _mark_price(symbol: str, mark: MarkIndexPrice, received_ns: int) -> MarkPric
     return MarkPrice(
         symbol=symbol,
         mark_price=decimal_to_fixed_positive(mark.markPrice),
-        ts_event=mark.timestamp * 1_000_000,
+        ts_event=ms_to_ns(mark.timestamp),
         ts_recv=received_ns,
         index_price=None if mark.indexPrice is None else decimal_to_fixed_positive(mark.indexPrice),
     )
@@ -211,7 +211,7 @@ def _funding_rate(symbol: str, funding: FundingRateData, received_ns: int) -> Fu
     return FundingRate(
         symbol=symbol,
         funding_rate=decimal_to_fixed(funding.fundingRate),
-        ts_event=funding.timestamp * 1_000_000,
+        ts_event=ms_to_ns(funding.timestamp),
         ts_recv=received_ns,
     )
 
@@ -226,7 +226,7 @@ def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
         bid_size=bid_size,
         ask_price=decimal_to_fixed_positive(ticker.bestAskPrice),
         ask_size=ask_size,
-        ts_event=ticker.ts,
+        ts_event=checked_ns(ticker.ts),
         ts_recv=received_ns,
         sequence=ticker.sequence,
     )

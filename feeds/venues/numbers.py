@@ -97,3 +97,21 @@ def fixed_units(value: int) -> int:
     if rest:
         raise FixedPointError(f"not a whole number: {value}")
     return whole
+
+
+# Exchange times outside 2000-01-01 .. 2100-01-01 are a unit mistake or a corrupt frame;
+# refusing them also keeps every time inside the recorder's signed 64-bit column.
+MIN_TS_NS = 946_684_800 * 1_000_000_000
+MAX_TS_NS = 4_102_444_800 * 1_000_000_000
+
+
+def checked_ns(value: int) -> int:
+    """Return an exchange time in UTC ns, refusing one outside 2000..2100."""
+    if not MIN_TS_NS <= value < MAX_TS_NS:
+        raise ValueError(f"exchange time out of range: {value} ns")
+    return value
+
+
+def ms_to_ns(value: int) -> int:
+    """Return an exchange time in UTC ms as checked ns."""
+    return checked_ns(value * 1_000_000)

@@ -25,7 +25,7 @@ from django.core.exceptions import ValidationError
 from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
 from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import fixed, fixed_positive
+from feeds.venues.numbers import checked_ns, fixed, fixed_positive, ms_to_ns
 
 NAME = "replay"
 CHANNELS = frozenset({"trades"})
@@ -58,9 +58,9 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         ts_ms_text, symbol, price, volume, *extra = columns
         if not symbol:
             raise ParseError("schema", "empty symbol")
-        ts_event = int(ts_ms_text) * 1_000_000
+        ts_event = ms_to_ns(int(ts_ms_text))
         if len(extra) == 3 and extra[2]:
-            ts_ns = int(extra[2])
+            ts_ns = checked_ns(int(extra[2]))
             if ts_ns // 1_000_000 * 1_000_000 != ts_event:
                 raise ParseError("schema", "ts_ns disagrees with ts_ms")
             ts_event = ts_ns

@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 
 from feeds.market import FixedPointError, MarketData, Side, parse_fixed
 from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError, StatelessStream
+from feeds.venues.numbers import ms_to_ns
 
 NAME = "simulated"
 CHANNELS = frozenset({"trades"})
@@ -155,7 +156,7 @@ class SimulatedVenue:
                 symbol=trade.s,
                 price=parse_fixed(trade.p),
                 volume=parse_fixed(trade.q),
-                ts_event=trade.T * 1_000_000,
+                ts_event=ms_to_ns(trade.T),
                 ts_recv=received_ns,
                 trade_id=str(trade.t),
                 side=Side.SELL if trade.m else Side.BUY,
@@ -164,7 +165,7 @@ class SimulatedVenue:
             raise ParseError("schema", str(exc)) from None
         except msgspec.DecodeError as exc:
             raise ParseError("json", str(exc)) from None
-        except FixedPointError as exc:
+        except (FixedPointError, ValueError) as exc:
             raise ParseError("number", str(exc)) from None
 
 

@@ -37,7 +37,7 @@ from feeds.venues.base import (
     WireMessage, open_exchange_stream,
 )
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import decimal_to_fixed_positive
+from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
 
@@ -121,7 +121,7 @@ def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> 
         return []
     if ltpc.ltq < 0 or (vtt is not None and vtt < 0):
         raise ParseError("number", f"{key}: negative quantity")
-    ts_event = ltpc.ltt * 1_000_000
+    ts_event = ms_to_ns(ltpc.ltt)
     if ltpc.ltq == 0 and vtt is None:
         # Indices print a value with no quantity: a price, not a trade.
         return [Ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
@@ -142,7 +142,7 @@ def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int)
         symbol=key,
         bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
         ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
-        ts_event=current_ts_ms * 1_000_000, ts_recv=received_ns,
+        ts_event=ms_to_ns(current_ts_ms), ts_recv=received_ns,
     )]
 
 

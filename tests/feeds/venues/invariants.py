@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
 
-# 2010-01-01 .. 2100-01-01 in ns: a venue time outside is a unit mistake (s vs ms vs ns).
-_MIN_TS = 1_262_304_000 * 10**9
+# 2000-01-01 .. 2100-01-01 in ns: a venue time outside is a unit mistake (s vs ms vs ns).
+_MIN_TS = 946_684_800 * 10**9
 _MAX_TS = 4_102_444_800 * 10**9
 
 
