@@ -248,9 +248,10 @@ INSTALLED_APPS += ["rest_framework", "rest_framework.authtoken", "drf_spectacula
 CHART_ASSET_DIR = Path(env.str("CHART_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "lightweight-charts" / "dist")))
 STATICFILES_DIRS += [("vendor/lightweight-charts", CHART_ASSET_DIR)]
 REST_FRAMEWORK = {
+    # Token first: an unauthenticated call gets 401 with `WWW-Authenticate: Token`.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],

@@ -1,0 +1,142 @@
+"""/api/: read-only, session or token, every list scoped to the caller's accounts."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from feeds.market import FeedData
+from orders.brokers.paper import PaperFees
+from orders.brokers.registry import BrokerRegistry
+from orders.executor import ExecutorConfig, TradeExecutor
+from orders.models import Fill, Order, Position
+from orders.paper_matching import PaperMatcher
+from processor.models import StrategySignal
+from processor.signals import SignalKind
+from recovery.models import AuthPrompt
+from tests.orders.factories import Setup, make_instrument, make_setup, make_signal, tick
+
+pytestmark = pytest.mark.django_db(transaction=True)
+RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts"]
+
+
+@dataclass
+class Trader:
+    setup: Setup
+    client: Client
+    token: str
+
+
+def _trade(setups: list[Setup]) -> None:
+    """An entry on each account, filled on the paper exchange: real orders, fills, positions."""
+
+    async def run() -> None:
+        matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
+        registry = BrokerRegistry(on_paper_place=matcher.order_placed)
+        executor = TradeExecutor(
+            broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
+            config=ExecutorConfig(),
+        )
+        for setup in setups:
+            assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed"]
+        await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def traders() -> tuple[Trader, Trader]:
+    instrument = make_instrument()
+    made = []
+    for name in ("alice", "bob"):
+        setup = make_setup(username=name, instrument=instrument)
+        StrategySignal.objects.create(
+            strategy=setup.strategy, strategy_name=setup.strategy.name, feed="sim", symbol="BTCUSDT", kind="ENTRY_LONG",
+            price_fixed=5_000_000_000_000, emitted_at="2026-11-30T00:00:00Z", occurrence_ns=1, output_id=f"{name}-out",
+        )
+        AuthPrompt.objects.create(recovery_key=f"https://broker.example/login?{name}", broker="upstox", kind="oauth",
+                                  owner=setup.account.owner, message=f"log in, {name}")
+        client = Client()
+        client.force_login(setup.account.owner)
+        made.append(Trader(setup, client, Token.objects.create(user=setup.account.owner).key))
+    _trade([t.setup for t in made])
+    return made[0], made[1]
+
+
+def ids(client: Client, resource: str, query: str = "", **headers: str) -> set[int]:
+    response = client.get(f"/api/{resource}/{query}", **headers)
+    assert response.status_code == 200, response.content
+    return {row["id"] for row in response.json()["results"]}
+
+
+def test_every_list_holds_only_the_callers_rows_and_anothers_detail_is_404(traders: tuple[Trader, Trader]) -> None:
+    alice, bob = traders
+    for resource in RESOURCES:
+        mine, theirs = ids(alice.client, resource), ids(bob.client, resource)
+        assert mine and theirs, f"{resource}: both users should have rows"
+        assert not mine & theirs, f"{resource}: a row is visible to both users"
+        for pk in theirs:
+            assert alice.client.get(f"/api/{resource}/{pk}/").status_code == 404, resource
+        for pk in mine:
+            assert alice.client.get(f"/api/{resource}/{pk}/").status_code == 200, resource
+
+
+def test_a_token_authenticates_without_a_session(traders: tuple[Trader, Trader]) -> None:
+    alice, _ = traders
+    anonymous = Client()
+    assert anonymous.get("/api/orders/").status_code == 401
+    assert ids(anonymous, "orders", HTTP_AUTHORIZATION=f"Token {alice.token}") == ids(alice.client, "orders")
+    assert anonymous.get("/api/orders/", HTTP_AUTHORIZATION="Token not-a-token").status_code == 401
+
+
+def test_numbers_are_exact_decimal_strings_and_the_ledger_adds_up(traders: tuple[Trader, Trader]) -> None:
+    alice, _ = traders
+    (account,) = alice.client.get("/api/accounts/").json()["results"]
+    ledger = account["ledger"]
+    from decimal import Decimal
+
+    figures = {key: Decimal(value) for key, value in ledger.items()}
+    assert figures["available"] == (
+        figures["allocated_capital"] - figures["reserved_for_orders"] - figures["reserved_for_positions"] + figures["realized_pnl"]
+    )
+    (order,) = alice.client.get("/api/orders/").json()["results"]
+    assert (order["status"], order["quantity"], order["filled_quantity"]) == ("FILLED", "0.01", "0.01")
+    (position,) = alice.client.get("/api/positions/").json()["results"]
+    assert position["quantity"] == "0.01" and position["state"] == "OPEN"
+    journal = alice.client.get(f"/api/accounts/{account['id']}/journal/").json()["results"]
+    assert [entry["kind"] for entry in journal] == ["entry_fill", "reserve", "allocate"]
+
+
+def test_lists_filter_by_query_parameters(traders: tuple[Trader, Trader]) -> None:
+    alice, _ = traders
+    assert ids(alice.client, "orders", "?status=FILLED") == set(Order.objects.filter(account=alice.setup.account).values_list("id", flat=True))
+    assert ids(alice.client, "orders", "?status=CANCELED") == set()
+    assert ids(alice.client, "positions", "?state=CLOSED") == set()
+    assert ids(alice.client, "fills") == set(Fill.objects.filter(account=alice.setup.account).values_list("id", flat=True))
+    assert Position.objects.count() == 2
+
+
+def test_health_is_for_staff_only(traders: tuple[Trader, Trader]) -> None:
+    alice, _ = traders
+    assert alice.client.get("/api/health/").status_code == 403
+    owner = alice.setup.account.owner
+    owner.is_staff = True
+    owner.save()
+    body = alice.client.get("/api/health/").json()
+    assert {"status", "readiness", "lockContentionCount", "capitalInvariantViolations", "components"} <= set(body)
+
+
+def test_the_openapi_schema_documents_every_resource(traders: tuple[Trader, Trader]) -> None:
+    alice, _ = traders
+    response = alice.client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    import json
+
+    paths = json.loads(response.content)["paths"]
+    for resource in [*RESOURCES, "health"]:
+        assert f"/api/{resource}/" in paths and f"/api/{resource}/{{id}}/" in paths, resource
+    assert "/api/accounts/{id}/journal/" in paths
