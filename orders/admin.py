@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from orders.models import Account, TradeSetting
+from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, TradeSetting
 
 
 @admin.register(Account)
@@ -35,3 +35,66 @@ class TradeSettingAdmin(admin.ModelAdmin):
         if db_field.name == "account" and not request.user.is_superuser:
             kwargs["queryset"] = Account.objects.filter(owner=request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class OwnedByAccountAdmin(admin.ModelAdmin):
+    """Read-only views of account-scoped rows; staff who are not superusers see only their own accounts."""
+
+    account_path = "account__owner"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:  # type: ignore[type-arg]
+        queryset = super().get_queryset(request)
+        return queryset if request.user.is_superuser else queryset.filter(**{self.account_path: request.user})
+
+    # The lifecycle changes only through its handlers (orders.lifecycle), never by hand.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Order)
+class OrderAdmin(OwnedByAccountAdmin):
+    list_display = ["client_order_id", "account", "intent", "side", "order_type", "status", "created_at"]
+    list_filter = ["status", "intent", "side"]
+    search_fields = ["client_order_id", "exchange_order_id"]
+    list_select_related = ["account"]
+
+
+@admin.register(Fill)
+class FillAdmin(OwnedByAccountAdmin):
+    list_display = ["exchange_trade_id", "order", "account", "ts_event"]
+    search_fields = ["exchange_trade_id"]
+
+
+@admin.register(Position)
+class PositionAdmin(OwnedByAccountAdmin):
+    list_display = ["account", "instrument", "strategy", "side", "state", "opened_at"]
+    list_filter = ["state", "side"]
+
+
+@admin.register(CapitalLedger)
+class CapitalLedgerAdmin(OwnedByAccountAdmin):
+    list_display = ["account", "updated_at"]
+    readonly_fields = ["balances"]
+
+    @admin.display(description="balances")
+    def balances(self, ledger: CapitalLedger) -> str:
+        return ", ".join(f"{name} {value}" for name, value in ledger.as_decimals().items())
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(OwnedByAccountAdmin):
+    list_display = ["account", "kind", "client_order_id", "created_at"]
+    list_filter = ["kind"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(OwnedByAccountAdmin):
+    list_display = ["event", "account", "client_order_id", "message", "created_at"]
+    list_filter = ["event"]
+    search_fields = ["client_order_id"]

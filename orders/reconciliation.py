@@ -136,10 +136,11 @@ def diff(local: LocalState, venue: VenueReport) -> list[Correction]:
     for client_id, looked in venue.looked_up.items():
         if looked is not None:
             ours.setdefault(client_id, looked)
+    known = local.known_client_ids | {o.client_order_id for o in local.working} | set(local.pending_intents)
     foreign = [
         CancelForeign(order)
         for order in venue.open_orders
-        if order.client_order_id.startswith(local.prefix) and order.client_order_id not in local.known_client_ids
+        if order.client_order_id.startswith(local.prefix) and order.client_order_id not in known
     ]
     exchange_ids = {o.exchange_order_id for o in local.working if o.exchange_order_id}
     exchange_ids |= {c.order.exchange_order_id for c in adopt if isinstance(c, Adopt)}
