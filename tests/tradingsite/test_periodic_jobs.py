@@ -35,6 +35,7 @@ def make_sessions() -> tuple[str, str]:
 def test_celery_beat_schedule_is_the_declared_table() -> None:
     assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in PERIODIC_JOBS}
     assert celery_app.conf.beat_schedule == beat_schedule()
+    celery_app.loader.import_default_modules()  # what a worker does at start: autodiscovery
     for job in PERIODIC_JOBS:
         assert job.task in celery_app.tasks, f"{job.task} is not a registered Celery task"
 
