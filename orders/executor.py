@@ -10,10 +10,11 @@ and outputs flow on, the failure is audited and shown as health.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 from channels.db import database_sync_to_async
 
@@ -82,13 +83,16 @@ class TradeExecutor:
         health: HealthBoard | None = None,
         step_hook: StepHook = _no_hook,
         clock_ns: Callable[[], int] = time.time_ns,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._broker_for = broker_for
         self.config = config
         self._health = health
         self._step = step_hook
         self._clock_ns = clock_ns
+        self._sleep = sleep
         self._key_locks: dict[tuple[int, str], asyncio.Lock] = {}
+        self._lease_locks: dict[tuple[int, int], asyncio.Lock] = {}
         self._slots = asyncio.Semaphore(config.max_concurrent)
         self.outcomes: dict[str, int] = {}
 
@@ -168,26 +172,44 @@ class TradeExecutor:
         broker = await self._resolve(plan, cid, entry=True)
         if broker is None:
             return self._count("broker_not_configured", entry=True)
-        owner = new_owner_token()
-        scope = entry_scope(plan.instrument_id)
-        if not await database_sync_to_async(lock_acquire)(
-            account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
-        ):
-            return self._count("lock_contended", entry=True)
-        try:
-            if await database_sync_to_async(_entry_blocked)(spec):
-                return self._count("skipped", entry=True)
+        async with self._entry_lease(plan) as leased:
+            if not leased:
+                return self._count("lock_contended", entry=True)
             try:
-                _, created = await database_sync_to_async(lifecycle.intent_create)(spec=spec)
+                if not await database_sync_to_async(_entry_prepare)(spec):
+                    return self._count("skipped", entry=True)
             except InsufficientCapital as exc:
                 await self._audit("entry.rejected", plan, cid, str(exc))
                 return self._count("insufficient_capital", entry=True)
-            if not created:
-                return self._count("skipped", entry=True)
             self._step("after_reserve")
             return await self._place_and_persist(signal, plan, spec, broker, entry=True)
-        finally:
-            await database_sync_to_async(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
+
+    @contextlib.asynccontextmanager
+    async def _entry_lease(self, plan: TradePlan) -> AsyncIterator[bool]:
+        """Hold the (account, instrument) entry lease: in-process lock first, then the row lease.
+
+        Another process holding the row is waited for with backoff up to the lock TTL (seed
+        003: the loser retries after the TTL); the re-check under the lease then skips a
+        signal the winner already handled.
+        """
+        local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
+        async with local:
+            owner = new_owner_token()
+            scope = entry_scope(plan.instrument_id)
+            deadline = time.monotonic() + self.config.lock_ttl_s
+            delay_s = 0.02
+            while not await database_sync_to_async(lock_acquire)(
+                account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
+            ):
+                if time.monotonic() + delay_s > deadline:
+                    yield False
+                    return
+                await self._sleep(delay_s)
+                delay_s = min(delay_s * 2, 0.5)
+            try:
+                yield True
+            finally:
+                await database_sync_to_async(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
     async def _resolve(self, plan: TradePlan, cid: str, *, entry: bool) -> Broker | None:
         try:
@@ -249,13 +271,9 @@ class TradeExecutor:
         broker = await self._resolve(plan, "", entry=False)
         if broker is None:
             return self._count("broker_not_configured", entry=False)
-        owner = new_owner_token()
-        scope = entry_scope(plan.instrument_id)
-        if not await database_sync_to_async(lock_acquire)(
-            account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
-        ):
-            return self._count("lock_contended", entry=False)
-        try:
+        async with self._entry_lease(plan) as leased:
+            if not leased:
+                return self._count("lock_contended", entry=False)
             working = await database_sync_to_async(_working_entries)(plan, position_side)
             for order in working:
                 try:
@@ -295,8 +313,6 @@ class TradeExecutor:
             if not created:
                 return self._count("skipped", entry=False)
             return await self._place_and_persist(signal, plan, spec, broker, entry=False)
-        finally:
-            await database_sync_to_async(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
     # ---- reporting --------------------------------------------------------------------
 
@@ -315,8 +331,16 @@ class TradeExecutor:
             self._health.set(COMPONENT, status, reason)
 
 
+def _entry_prepare(spec: IntentSpec) -> bool:
+    """Under the lease: re-check the lifecycle, then reserve with the intent; False when the entry is not to be made."""
+    if _entry_blocked(spec):
+        return False
+    _, created = lifecycle.intent_create(spec=spec)
+    return created
+
+
 def _entry_blocked(spec: IntentSpec) -> bool:
-    """Re-check under the lock: this signal already handled, or the strategy already holds a position here."""
+    """This signal was already handled, or the strategy already holds (or is entering) a position here."""
     if OrderIntent.objects.filter(client_order_id=spec.client_order_id).exists():
         return True
     return Position.objects.filter(

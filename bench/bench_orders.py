@@ -1,0 +1,163 @@
+"""Orders: signal-to-order-acknowledged latency on the paper broker, and entries/s across 20 accounts.
+
+Latency: one account, signals handled one after another; each is timed from the
+signal's emission to the broker-acknowledged order persisted with its lifecycle
+(entry lock, reservation with its intent, paper exchange order, lifecycle
+transaction, lock release). Throughput: 20 accounts, every signal published at once
+to the SignalHub and drained by the TradeExecutor (concurrent across accounts,
+serialized per strategy and symbol), timed until the last entry is acknowledged.
+
+Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
+postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
+Run: .venv/bin/python bench/bench_orders.py   (prints figures; asserts nothing about time)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
+if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+
+def _ensure_database(url: str) -> None:
+    import psycopg
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list[list[int]]:
+    """Create `accounts` paper accounts, each trading its own strategies on one instrument; return strategy ids."""
+    from django.contrib.auth import get_user_model
+
+    from feeds.models import Feed, Instrument, MarketType
+    from orders.ledger import ledger_open
+    from orders.models import Account, TradeSetting
+    from processor.models import Strategy
+
+    feed, _ = Feed.objects.get_or_create(name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
+    Instrument.objects.get_or_create(
+        feed=feed, venue_symbol="BTCUSDT", defaults={"symbol": "BTCUSDT", "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
+    )
+    result = []
+    for n in range(accounts):
+        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
+        account = Account.objects.create(owner=user, name="bench", allocated_capital=Decimal("100000000"))
+        ledger_open(account=account)
+        strategies = Strategy.objects.bulk_create(
+            [
+                Strategy(name=f"b{run}-{n}-{i}", kind="ema", params={"timeframe_s": 60, "fast": 3, "slow": 5})
+                for i in range(strategies_per_account)
+            ]
+        )
+        TradeSetting.objects.bulk_create(
+            [TradeSetting(strategy=s, account=account, quantity=Decimal("0.01"), mode="paper") for s in strategies]
+        )
+        result.append([s.pk for s in strategies])
+    return result
+
+
+def _signal(strategy_id: int, n: int):  # type: ignore[no-untyped-def]
+    from feeds.market import parse_fixed
+    from processor.signals import Signal, SignalKind
+
+    return Signal(
+        strategy_id=strategy_id, strategy_name=f"s{strategy_id}", feed="bench-orders", symbol="BTCUSDT",
+        kind=SignalKind.ENTRY_LONG, price=parse_fixed("50000"), emitted_ns=time.time_ns(),
+        occurrence_ns=1_764_460_800_000_000_000 + n, output_id=f"bench-{n}",
+    )
+
+
+def _executor():  # type: ignore[no-untyped-def]
+    from orders.brokers.registry import BrokerRegistry
+    from orders.executor import ExecutorConfig, TradeExecutor
+
+    registry = BrokerRegistry()
+    return TradeExecutor(
+        broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue="paper", mode="paper"),
+        config=ExecutorConfig(),
+    )
+
+
+async def _latency(strategy_ids: list[int]) -> list[float]:
+    executor = _executor()
+    samples = []
+    for n, strategy_id in enumerate(strategy_ids):
+        signal = _signal(strategy_id, n)
+        outcome = await executor.handle(signal)
+        samples.append((time.time_ns() - signal.emitted_ns) / 1e6)
+        if outcome != ["placed"]:
+            raise SystemExit(f"latency run: unexpected outcome {outcome}")
+    return samples
+
+
+async def _throughput(strategy_ids: list[list[int]]) -> tuple[int, float]:
+    from processor.signals import SignalHub
+
+    executor = _executor()
+    hub = SignalHub()
+    queue = hub.subscribe("trade-executor", capacity=100_000)
+    signals = [_signal(sid, 1_000_000 + i * 1000 + j) for j, ids in enumerate(strategy_ids) for i, sid in enumerate(ids)]
+    # Interleave accounts, as signals of many strategies arrive mixed.
+    signals.sort(key=lambda s: s.occurrence_ns % 1000 * 10_000 + s.occurrence_ns // 1000)
+    runner = asyncio.create_task(executor.run(queue))
+    started = time.perf_counter()
+    hub.publish(signals)
+    while executor.outcomes.get("placed", 0) < len(signals):
+        if sum(executor.outcomes.values()) >= len(signals):
+            raise SystemExit(f"throughput run: outcomes {executor.outcomes}")
+        await asyncio.sleep(0.005)
+    elapsed = time.perf_counter() - started
+    runner.cancel()
+    return len(signals), elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency-signals", type=int, default=300)
+    parser.add_argument("--accounts", type=int, default=20)
+    parser.add_argument("--entries-per-account", type=int, default=25)
+    args = parser.parse_args()
+
+    _ensure_database(os.environ["DATABASE_URL"])
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    run = uuid.uuid4().hex[:8]
+    [latency_ids] = _make_accounts(run + "l", 1, args.latency_signals)
+    throughput_ids = _make_accounts(run + "t", args.accounts, args.entries_per_account)
+
+    samples = asyncio.run(_latency(latency_ids))
+    quantiles = statistics.quantiles(samples, n=100)
+    print(
+        f"signal -> order acknowledged (paper broker, PostgreSQL), {len(samples)} entries one at a time: "
+        f"p50 {quantiles[49]:.1f} ms, p99 {quantiles[98]:.1f} ms, max {max(samples):.1f} ms"
+    )
+    count, elapsed = asyncio.run(_throughput(throughput_ids))
+    print(f"entries across {args.accounts} accounts through the SignalHub: {count / elapsed:,.0f} entries/s "
+          f"({count} entries in {elapsed:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
