@@ -1,0 +1,141 @@
+"""Browser tests: the real site (`manage.py runsite`) on a free port, driven by Debian's Chromium.
+
+One site per session in a temp VAR_DIR (SQLite, in-memory channel layer: the embedded
+default), a local fake of the Upstox login endpoints for the auth-code prompt, and a
+fresh browser context per user. Screenshots go to test-artifacts/e2e/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.helpers import eventually
+from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
+
+# Playwright's sync API runs an event loop in this thread; the ORM must not object.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PASSWORD = "e2e-password-4242"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Site:
+    base: str
+    env: dict[str, str]
+    demo_account: int
+    bob_account: int
+    fake_upstox: FakeUpstoxAuth
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
+    def ready() -> bool:
+        assert process.poll() is None, "runsite exited early"
+        try:
+            return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    eventually(ready, timeout_s=90, interval_s=0.25)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (CI's .ci/run does)")
+    var_dir = tmp_path_factory.mktemp("e2e-site")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    fake = FakeUpstoxAuth(client_id="e2e-app", client_secret="e2e-app-secret",
+                          redirect_uri=f"{base}/recovery/callback/upstox").start()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update({
+        "VAR_DIR": str(var_dir), "DASHBOARD_PUSH_INTERVAL_S": "0.1", "DASHBOARD_BROWSER_INTERVAL_S": "0.2",
+        "PROCESSOR_RECONCILE_INTERVAL_S": "0.5",
+        "UPSTOX_CLIENT_ID": fake.client_id, "UPSTOX_CLIENT_SECRET": fake.client_secret,
+        "UPSTOX_REDIRECT_URI": fake.redirect_uri, "UPSTOX_AUTHORIZE_URL": fake.url + DIALOG_PATH,
+        "UPSTOX_TOKEN_URL": fake.url + TOKEN_PATH,
+    })
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
+    setup = (
+        "import django; django.setup(); from tests.e2e.site_setup import main; "
+        f"main({str(var_dir)!r}, {PASSWORD!r}, {int(time.time() * 1000)})"
+    )
+    out = subprocess.run([sys.executable, "-c", setup], cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
+                         check=True, timeout=120, capture_output=True, text=True).stdout
+    accounts = json.loads(out.strip().splitlines()[-1])
+    log = (var_dir / "runsite.log").open("w+")
+    process = subprocess.Popen([sys.executable, "-m", "tests.e2e.run_site", "--port", str(port)], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(base, process)
+        yield Site(base, env, accounts["demo_account"], accounts["bob_account"], fake)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        fake.stop()
+        log.close()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(var_dir / "runsite.log", ARTIFACTS / "runsite.log")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_dashboard(browser: object, site: Site, username: str):  # type: ignore[no-untyped-def]
+    """Log `username` in through the login form in a fresh context; return the dashboard page."""
+    context = browser.new_context(base_url=site.base, viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{site.base}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{site.base}/")
+    page.wait_for_selector("#connection[data-state=live]")
+    return page
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:  # type: ignore[no-untyped-def]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

@@ -1,0 +1,107 @@
+"""A trader's day in the browser: prices move, a replayed breakout lands on the chart,
+a strategy is switched with confirmation, a broker login is completed with a code,
+and two users never see each other's orders, positions or prompts."""
+from __future__ import annotations
+
+import json
+
+from tests.e2e.conftest import ARTIFACTS, Site, open_dashboard, screenshot
+from tests.e2e.site_setup import BREAKOUT_STRATEGY, REPLAY_SYMBOL
+
+
+def api(page, path: str):  # type: ignore[no-untyped-def]
+    response = page.request.get(path)
+    assert response.ok, f"{path}: {response.status}"
+    return json.loads(response.text())
+
+
+def test_log_in_and_see_prices_move(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    page = open_dashboard(browser, site, "demo")
+    price = page.locator('#prices tr[data-symbol="BTC-USD"] .price')
+    page.wait_for_function("el => el.textContent.trim() !== '–'", arg=price.element_handle())
+    first = price.text_content()
+    page.wait_for_function("([el, first]) => el.textContent !== first", arg=[price.element_handle(), first])
+    chart = page.locator('.chart-card[data-symbol="BTC-USD"] .chart')
+    page.wait_for_function("el => Number(el.dataset.points) > 3", arg=chart.element_handle())
+    assert chart.locator("canvas").count() > 0  # lightweight-charts drew it
+    screenshot(page, "dashboard")
+    page.context.close()
+
+
+def test_a_replayed_breakout_shows_as_a_signal_and_a_chart_marker(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    page = open_dashboard(browser, site, "demo")
+    chart = page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"] .chart')
+    page.wait_for_function("el => Number(el.dataset.markers) > 0", arg=chart.element_handle())
+    row = page.locator("#signals tbody tr", has_text=BREAKOUT_STRATEGY).first
+    row.wait_for()
+    assert "ENTRY" in row.text_content() or "EXIT" in row.text_content()
+    screenshot(page, "signals")
+    page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"]').screenshot(path=str(ARTIFACTS / "signal-chart.png"))
+    page.context.close()
+
+
+def test_two_users_see_only_their_own_orders_positions_and_prompts(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    demo = open_dashboard(browser, site, "demo")
+    bob = open_dashboard(browser, site, "bob")
+    # Both accounts trade the replayed breakouts: orders appear for each, live.
+    for page in (demo, bob):
+        page.wait_for_selector("#orders tbody tr[data-client-order-id]", timeout=30_000)
+    demo_ids = demo.eval_on_selector_all("#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)")
+    bob_ids = bob.eval_on_selector_all("#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)")
+    assert demo_ids and all(cid.startswith(f"ts-{site.demo_account}-") for cid in demo_ids)
+    assert bob_ids and all(cid.startswith(f"ts-{site.bob_account}-") for cid in bob_ids)
+    assert {o["account"] for o in api(bob, "/api/orders/")["results"]} == {site.bob_account}
+    assert {p["account"] for p in api(bob, "/api/positions/?limit=500")["results"]} <= {site.bob_account}
+    assert bob.request.get(f"/api/accounts/{site.demo_account}/").status == 404
+    # The login prompt goes to staff only.
+    assert demo.locator("#recovery-prompts [data-recovery-token]").count() == 1
+    assert bob.locator("#recovery-prompts [data-recovery-token]").count() == 0
+    assert api(bob, "/api/prompts/")["results"] == []
+    assert bob.locator("#panel-health").count() == 0
+    screenshot(bob, "second-user")
+    demo.context.close()
+    bob.context.close()
+
+
+def test_switch_a_strategy_off_and_on_with_confirmation(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    page = open_dashboard(browser, site, "demo")
+    button = page.locator('#strategies tr', has_text="ema-cross").locator("form.toggle-strategy button")
+    assert button.text_content().strip() == "enabled"
+    button.click()
+    dialog = page.locator("#confirm-dialog")
+    assert "Disable strategy ema-cross" in dialog.locator(".question").text_content()
+    dialog.locator("button[value=cancel]").click()  # cancelled: nothing changes
+    assert next(s for s in api(page, "/api/strategies/")["results"] if s["name"] == "ema-cross")["enabled"] is True
+
+    button.click()
+    dialog.locator("input[name=reason]").fill("e2e: pause")
+    screenshot(page, "confirm-dialog", full_page=False)
+    dialog.locator("#confirm-yes").click()
+    page.wait_for_selector('#strategies tr:has-text("ema-cross") form.toggle-strategy button:has-text("disabled")')
+    assert next(s for s in api(page, "/api/strategies/")["results"] if s["name"] == "ema-cross")["enabled"] is False
+    page.locator("details.audit summary").click()
+    assert "e2e: pause" in page.locator("#audit").text_content()
+
+    page.locator('#strategies tr:has-text("ema-cross") form.toggle-strategy button').click()
+    dialog.locator("#confirm-yes").click()
+    page.wait_for_selector('#strategies tr:has-text("ema-cross") form.toggle-strategy button:has-text("enabled")')
+    page.context.close()
+
+
+def test_submit_an_auth_code_in_the_login_prompt(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    page = open_dashboard(browser, site, "demo")
+    card = page.locator("#recovery-prompts [data-recovery-token]")
+    card.wait_for()
+    assert "Upstox" in card.text_content()
+    screenshot(page, "auth-prompt", full_page=False)
+    card.locator("input[name=code]").fill("not-a-real-code")
+    card.locator("button[type=submit]").click()
+    page.wait_for_function("el => el.textContent.trim() !== ''", arg=card.locator(".prompt-error").element_handle())
+    assert card.count() == 1  # a wrong code keeps the prompt open with the broker's reason
+
+    card.locator("input[name=code]").fill(site.fake_upstox.log_in())
+    card.locator("button[type=submit]").click()
+    card.wait_for(state="detached")
+    assert api(page, "/api/prompts/")["results"] == []
+    assert len(site.fake_upstox.issued) == 1
+    page.context.close()
