@@ -16,6 +16,7 @@ from typing import Callable, Protocol
 from redis.exceptions import RedisError
 
 from feeds.market import FeedData
+from feeds.redispub.cancel import reraise_if_cancelling
 from feeds.redispub.catalog import Catalog
 from feeds.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.redispub.gate import MetadataGate
@@ -81,8 +82,10 @@ class MarketDataBridge:
         try:
             await self._publisher.publish(drafts)
         except RedisError as exc:
+            reraise_if_cancelling()
             self._failed(exc, len(drafts))
             return
+        reraise_if_cancelling()  # the fan-out's drain loop would otherwise wait on forever
         if self._failing:
             self._failing = False
             self._health.set(HEALTH_COMPONENT, Status.HEALTHY, "publishing")

@@ -27,6 +27,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from feeds.market import MarketEvent
+from feeds.redispub.cancel import reraise_if_cancelling
 from feeds.redispub.catalog import Catalog
 from feeds.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.redispub.metadata import FETCH_FAILURES
@@ -164,15 +165,18 @@ class FallbackController:
         channel = f"__keyevent@{db}__:expired"
         prefix = self._catalog.prefix + ":"
         while True:
+            reraise_if_cancelling()
             pubsub = redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(channel)
                 async for message in pubsub.listen():
+                    reraise_if_cancelling()
                     key = message["data"]
                     key = key.decode() if isinstance(key, bytes) else str(key)
                     if key.startswith(prefix):
                         self.key_missing(key)
             except RedisError as exc:
+                reraise_if_cancelling()
                 log.warning("redis-fallback: expiry subscription lost (%r); resubscribing", exc)
                 await self._sleep(self._retry_s)
             finally:
@@ -180,10 +184,12 @@ class FallbackController:
 
     async def sweep_forever(self) -> None:
         while True:
+            reraise_if_cancelling()
             await self._sleep(self._sweep_s)
             try:
                 await self.sweep_once()
             except RedisError as exc:
+                reraise_if_cancelling()
                 log.warning("redis-fallback: EXISTS sweep failed: %r", exc)
 
     async def sweep_once(self) -> list[str]:
@@ -217,6 +223,7 @@ class FallbackController:
         task = asyncio.current_task()
         limiter = self._limiter(feed.venue)
         while True:
+            reraise_if_cancelling()
             if not limiter.has_capacity():
                 self.problems[key] = "rate limited: REST poll skipped"
             else:
@@ -224,9 +231,11 @@ class FallbackController:
                 try:
                     await self._poll_once(key, ref, call, feed, instrument.symbol, ttl_ms, task)
                 except FETCH_FAILURES as exc:
+                    reraise_if_cancelling()
                     self.problems[key] = f"REST poll failed: {exc!r}"[:300]
                     log.warning("redis-fallback: %s REST poll failed: %r", key, exc)
                 except RedisError as exc:
+                    reraise_if_cancelling()
                     self.problems[key] = f"Redis publish failed: {exc!r}"[:300]
             await self._sleep(poll_s)
 

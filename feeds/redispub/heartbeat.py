@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from redis.exceptions import RedisError
 
+from feeds.redispub.cancel import reraise_if_cancelling
 from feeds.redispub.bridge import MarketDataBridge
 from feeds.redispub.catalog import Catalog, FeedEntry, InstrumentEntry
 from feeds.redispub.envelope import Envelope, Source
@@ -50,9 +51,11 @@ class Heartbeat:
 
     async def run(self) -> None:
         while True:
+            reraise_if_cancelling()
             try:
                 await self._publisher.publish(self.drafts())
             except RedisError as exc:
+                reraise_if_cancelling()
                 log.warning("redis-heartbeat: publish failed: %r", exc)
             await self._sleep(self._interval_s)
 

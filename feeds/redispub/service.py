@@ -17,6 +17,7 @@ from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from feeds.redispub.cancel import reraise_if_cancelling
 from feeds.redispub.bridge import HEALTH_COMPONENT, MarketDataBridge
 from feeds.redispub.catalog import Catalog, FeedEntry
 from feeds.redispub.fallback import FallbackController, enable_expiry_notifications
@@ -74,6 +75,7 @@ class MarketDataService:
         try:
             await enable_expiry_notifications(self.redis)
         except RedisError as exc:
+            reraise_if_cancelling()
             log.warning("redis-publisher: Redis unreachable at start (%r); the sweep will catch expiries", exc)
 
     def background(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
@@ -90,10 +92,12 @@ class MarketDataService:
     async def open_gate(self, feed: FeedEntry) -> None:
         """Fetch the feed's metadata until it lands, store and publish it, admit its instruments."""
         while True:
+            reraise_if_cancelling()
             try:
                 listing = await fetch_feed_metadata(feed, timeout_s=self.options.rest_timeout_s)
                 result = await database_sync_to_async(instrument_metadata_apply)(feed=feed, listing=listing)
             except FETCH_FAILURES as exc:
+                reraise_if_cancelling()
                 self.gate.block(feed.name, f"fetch failed: {exc!r}"[:200])
                 log.warning("redis-publisher %s: metadata fetch failed (%r); retry in %ss",
                             feed.name, exc, self.options.metadata_retry_s)
@@ -105,6 +109,7 @@ class MarketDataService:
             try:
                 await self.publisher.publish(drafts)
             except RedisError as exc:
+                reraise_if_cancelling()
                 # Metadata that readers cannot see yet would let prices out first: retry.
                 self.gate.block(feed.name, f"publish failed: {exc!r}"[:200])
                 await self._sleep(self.options.metadata_retry_s)
