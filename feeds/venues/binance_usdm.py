@@ -26,6 +26,7 @@ from feeds.venues.base import (
     Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError, StatelessStream,
     StreamState, TradeQuery, WireMessage, open_exchange_stream,
 )
+from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import fixed, fixed_positive, ms_to_ns
 from feeds.venues.settings import base_url, clean_exchange_settings
@@ -134,6 +135,7 @@ class ExchangeInfo(msgspec.Struct, frozen=True):
     symbols: list[SymbolInfo]
 
 
+_SELL, _BUY = Side.SELL, Side.BUY
 _decode_combined = msgspec.json.Decoder(Combined).decode
 _decode_raw = msgspec.json.Decoder(Payload).decode  # type: ignore[arg-type]
 _decode_reply = msgspec.json.Decoder(Reply).decode
@@ -146,9 +148,11 @@ _decode_exchange_info = msgspec.json.Decoder(ExchangeInfo).decode
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     """Return the events in one websocket frame (combined or raw); no I/O, no state."""
     try:
-        try:
+        # Combined mode is the normal case; telling it by its first key keeps exceptions
+        # (slow) off the hot path.
+        if frame.startswith(b'{"stream":'):
             payload = _decode_combined(frame).data
-        except msgspec.ValidationError:
+        else:
             payload = _decode_raw_or_reply(frame)
             if payload is None:
                 return []
@@ -174,15 +178,16 @@ def _decode_raw_or_reply(frame: bytes) -> Payload | None:
 
 
 def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
-    if isinstance(payload, AggTrade):
-        return [MarketData(
-            symbol=payload.s,
-            price=fixed_positive(payload.p),
-            volume=fixed_positive(payload.q),
-            ts_event=ms_to_ns(payload.T),
-            ts_recv=received_ns,
-            trade_id=str(payload.a),
-            side=Side.SELL if payload.m else Side.BUY,
+    if type(payload) is AggTrade:
+        # Positional, in MarketData's field order: this is the hottest line of the feed.
+        return [make_trade(
+            payload.s,  # symbol
+            fixed_positive(payload.p),  # price
+            fixed_positive(payload.q),  # volume
+            ms_to_ns(payload.T),  # ts_event
+            received_ns,  # ts_recv
+            str(payload.a),  # trade_id
+            _SELL if payload.m else _BUY,  # side: m = buyer is maker, so the seller hit
         )]
     if isinstance(payload, BookTickerEvent):
         return [_book_ticker(payload, received_ns)]
@@ -192,7 +197,7 @@ def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
 
 
 def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
-    return MarkPrice(
+    return make_mark_price(
         symbol=update.s,
         mark_price=fixed_positive(update.p),
         ts_event=ms_to_ns(update.E),
@@ -208,7 +213,7 @@ def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
     bid_size, ask_size = fixed(book.B), fixed(book.A)
     if bid_size < 0 or ask_size < 0:
         raise FixedPointError("negative book size")
-    return BookTicker(
+    return make_book_ticker(
         symbol=book.s,
         bid_price=fixed_positive(book.b),
         bid_size=bid_size,
@@ -304,7 +309,7 @@ def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketD
     try:
         rows = _decode_rest_trades(body)
         return [
-            MarketData(
+            make_trade(
                 symbol=symbol.upper(),
                 price=fixed_positive(row.p),
                 volume=fixed_positive(row.q),

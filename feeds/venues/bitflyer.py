@@ -16,7 +16,6 @@ Nothing published while disconnected is replayed, so gaps are filled from
 """
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Collection, Mapping, Sequence, Union
 
 import msgspec
@@ -26,8 +25,9 @@ from feeds.venues.base import (
     Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
     StatelessStream, StreamState, TradeQuery, WireMessage, open_exchange_stream,
 )
+from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, decimal_to_fixed, decimal_to_fixed_positive, iso_utc_to_ns
+from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed, json_fixed_positive
 from feeds.venues.settings import base_url, clean_exchange_settings
 
 NAME = "bitflyer"
@@ -54,18 +54,18 @@ MARKETS_PATH = "/v1/getmarkets"
 class Execution(msgspec.Struct, frozen=True):
     id: int  # execution id, increasing
     side: str  # taker side: "BUY", "SELL", or "" during Itayose
-    price: Decimal
-    size: Decimal
+    price: msgspec.Raw  # a JSON number, decoded exactly from its text
+    size: msgspec.Raw
     exec_date: str  # ISO UTC, "Z" on the socket, without it over REST
 
 
 class TickerMessage(msgspec.Struct, frozen=True):
     product_code: str
     timestamp: str  # ISO UTC with 7 fractional digits
-    ltp: Decimal  # last traded price
-    best_bid: Decimal | None = None
-    best_ask: Decimal | None = None
-    volume: Decimal | None = None  # 24 h volume
+    ltp: msgspec.Raw  # last traded price
+    best_bid: msgspec.Raw = msgspec.Raw(b"")
+    best_ask: msgspec.Raw = msgspec.Raw(b"")
+    volume: msgspec.Raw = msgspec.Raw(b"")  # 24 h volume
     tick_id: int | None = None
     state: str | None = None
 
@@ -131,10 +131,10 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
         side = _SIDES[execution.side]
     except KeyError:
         raise ParseError("schema", f"unknown side {execution.side!r}") from None
-    return MarketData(
+    return make_trade(
         symbol=symbol,
-        price=decimal_to_fixed_positive(execution.price),
-        volume=decimal_to_fixed_positive(execution.size),
+        price=json_fixed_positive(execution.price),
+        volume=json_fixed_positive(execution.size),
         ts_event=checked_ns(iso_utc_to_ns(execution.exec_date)),
         ts_recv=received_ns,
         trade_id=str(execution.id),
@@ -142,20 +142,21 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
     )
 
 
-def _quote(value: Decimal | None) -> int | None:
+def _quote(raw: msgspec.Raw) -> int | None:
     # A zero best bid/ask means no quote on that side (Itayose): absent, never zero.
-    if value is None or value == 0:
-        return None
-    return decimal_to_fixed_positive(value)
+    value = json_fixed(raw) if raw else 0
+    if value < 0:
+        raise ParseError("number", "negative quote")
+    return value or None
 
 
 def _ticker(ticker: TickerMessage, received_ns: int) -> Ticker:
-    volume = None if ticker.volume is None else decimal_to_fixed(ticker.volume)
+    volume = json_fixed(ticker.volume) if ticker.volume else None
     if volume is not None and volume < 0:
         raise ParseError("number", "negative volume")
-    return Ticker(
+    return make_ticker(
         symbol=ticker.product_code,
-        last_price=decimal_to_fixed_positive(ticker.ltp),
+        last_price=json_fixed_positive(ticker.ltp),
         ts_event=checked_ns(iso_utc_to_ns(ticker.timestamp)),
         ts_recv=received_ns,
         best_bid=_quote(ticker.best_bid),

@@ -30,8 +30,9 @@ from feeds.venues.base import (
     Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
     StatelessStream, StreamState, WireMessage, open_exchange_stream,
 )
+from feeds.venues.construct import make_book_ticker, make_funding_rate, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, decimal_to_fixed, decimal_to_fixed_positive, ms_to_ns
+from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, json_fixed_positive, ms_to_ns
 from feeds.venues.rest import fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
 
@@ -63,32 +64,32 @@ SUCCESS_CODE = "200000"
 class Match(msgspec.Struct, frozen=True):
     symbol: str
     side: str  # taker side, "buy" or "sell"
-    size: Decimal  # contracts
-    price: Decimal  # sent as a string; numbers are accepted too
+    size: msgspec.Raw  # contracts, a JSON number
+    price: msgspec.Raw  # sent as a string; a JSON number is accepted too
     tradeId: str
     ts: int  # ns
     sequence: int | None = None
 
 
 class MarkIndexPrice(msgspec.Struct, frozen=True):
-    markPrice: Decimal
+    markPrice: msgspec.Raw  # JSON numbers, decoded exactly from their text
     timestamp: int  # ms
-    indexPrice: Decimal | None = None
+    indexPrice: msgspec.Raw = msgspec.Raw(b"")
     granularity: int | None = None
 
 
 class FundingRateData(msgspec.Struct, frozen=True):
-    fundingRate: Decimal
+    fundingRate: msgspec.Raw
     timestamp: int  # ms: the settlement instant it refers to, not a clock reading
     granularity: int | None = None
 
 
 class TickerV2(msgspec.Struct, frozen=True):
     symbol: str
-    bestBidPrice: Decimal
-    bestBidSize: Decimal  # contracts
-    bestAskPrice: Decimal
-    bestAskSize: Decimal  # contracts
+    bestBidPrice: msgspec.Raw
+    bestBidSize: msgspec.Raw  # contracts
+    bestAskPrice: msgspec.Raw
+    bestAskSize: msgspec.Raw  # contracts
     ts: int  # ns
     sequence: int | None = None
 
@@ -186,10 +187,10 @@ def _trade(match: Match, received_ns: int) -> MarketData:
         side = _SIDES[match.side]
     except KeyError:
         raise ParseError("schema", f"unknown side {match.side!r}") from None
-    return MarketData(
+    return make_trade(
         symbol=match.symbol,
-        price=decimal_to_fixed_positive(match.price),
-        volume=decimal_to_fixed_positive(match.size),  # contracts, as sent
+        price=json_fixed_positive(match.price),
+        volume=json_fixed_positive(match.size),  # contracts, as sent
         ts_event=checked_ns(match.ts),
         ts_recv=received_ns,
         trade_id=match.tradeId,
@@ -198,33 +199,33 @@ def _trade(match: Match, received_ns: int) -> MarketData:
 
 
 def _mark_price(symbol: str, mark: MarkIndexPrice, received_ns: int) -> MarkPrice:
-    return MarkPrice(
+    return make_mark_price(
         symbol=symbol,
-        mark_price=decimal_to_fixed_positive(mark.markPrice),
+        mark_price=json_fixed_positive(mark.markPrice),
         ts_event=ms_to_ns(mark.timestamp),
         ts_recv=received_ns,
-        index_price=None if mark.indexPrice is None else decimal_to_fixed_positive(mark.indexPrice),
+        index_price=json_fixed_positive(mark.indexPrice) if mark.indexPrice else None,
     )
 
 
 def _funding_rate(symbol: str, funding: FundingRateData, received_ns: int) -> FundingRate:
-    return FundingRate(
+    return make_funding_rate(
         symbol=symbol,
-        funding_rate=decimal_to_fixed(funding.fundingRate),
+        funding_rate=json_fixed(funding.fundingRate),
         ts_event=ms_to_ns(funding.timestamp),
         ts_recv=received_ns,
     )
 
 
 def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
-    bid_size, ask_size = decimal_to_fixed(ticker.bestBidSize), decimal_to_fixed(ticker.bestAskSize)
+    bid_size, ask_size = json_fixed(ticker.bestBidSize), json_fixed(ticker.bestAskSize)
     if bid_size < 0 or ask_size < 0:
         raise ParseError("number", "negative book size")
-    return BookTicker(
+    return make_book_ticker(
         symbol=ticker.symbol,
-        bid_price=decimal_to_fixed_positive(ticker.bestBidPrice),
+        bid_price=json_fixed_positive(ticker.bestBidPrice),
         bid_size=bid_size,
-        ask_price=decimal_to_fixed_positive(ticker.bestAskPrice),
+        ask_price=json_fixed_positive(ticker.bestAskPrice),
         ask_size=ask_size,
         ts_event=checked_ns(ticker.ts),
         ts_recv=received_ns,

@@ -19,11 +19,67 @@ _MAX_TEXT = 40
 _NANOS_PER_DAY = 86_400 * 1_000_000_000
 
 
-def fixed(text: str) -> int:
-    """Return a venue's decimal string as fixed point (see `feeds.market.parse_fixed`)."""
+_FRACTION_SCALE = tuple(10 ** (SCALE_DIGITS - places) for places in range(SCALE_DIGITS + 1))
+
+
+# Prices and sizes repeat a lot within a stream (a busy book trades at a handful of
+# levels, sizes like "0.001" recur), and a hit in this bounded cache costs a dict lookup
+# in C instead of a dozen interpreted steps. Rejected strings are never cached.
+FIXED_CACHE_SIZE = 16_384
+
+
+def fixed_uncached(text: str) -> int:
+    """Return a venue's decimal string as fixed point (see `feeds.market.parse_fixed`).
+
+    The hot path handles the plain unsigned form venues send ("96712.40", "100") with
+    two int() calls; anything else (signs, long zero tails) goes to parse_fixed.
+    """
+    whole, _, fraction = text.partition(".")
+    if (
+        len(fraction) <= SCALE_DIGITS and 0 < len(whole) <= _MAX_WHOLE_DIGITS + 1 and text.isascii()
+        and whole.isdigit() and (fraction.isdigit() or not fraction)
+    ):
+        # isascii + isdigit: only 0-9, so int() sees no sign, underscore or space.
+        return int(whole) * SCALE + (int(fraction) * _FRACTION_SCALE[len(fraction)] if fraction else 0)
     if len(text) > _MAX_TEXT:
         raise FixedPointError(f"number too long: {text[:_MAX_TEXT]!r}...")
     return parse_fixed(text)
+
+
+fixed = lru_cache(maxsize=FIXED_CACHE_SIZE)(fixed_uncached)
+
+
+def json_fixed(raw: bytes) -> int:
+    """Return a raw JSON number or decimal string (msgspec.Raw) as fixed point, exactly.
+
+    Plain decimals ("13633748.0", "0.01") take the fast path; exponent forms ("1e-8")
+    go through Decimal, still without float.
+    """
+    return _json_fixed_text(bytes(raw))
+
+
+@lru_cache(maxsize=FIXED_CACHE_SIZE)
+def _json_fixed_text(data: bytes) -> int:
+    if len(data) > _MAX_TEXT + 2:  # also keeps long keys out of the cache
+        raise FixedPointError(f"number too long: {data[:_MAX_TEXT]!r}...")
+    text = data.decode()
+    if text[:1] == '"':
+        if len(text) < 2 or text[-1] != '"':
+            raise FixedPointError(f"not a number: {text[:_MAX_TEXT]!r}")
+        text = text[1:-1]
+    if "e" in text or "E" in text:
+        try:
+            return decimal_to_fixed(Decimal(text))
+        except ArithmeticError:
+            raise FixedPointError(f"not a number: {text[:_MAX_TEXT]!r}") from None
+    return fixed(text)
+
+
+def json_fixed_positive(raw: bytes) -> int:
+    value = json_fixed(raw)
+    if value <= 0:
+        raise FixedPointError(f"not positive: {bytes(raw)[:_MAX_TEXT]!r}")
+    return value
 
 
 def fixed_positive(text: str) -> int:
@@ -72,23 +128,39 @@ def _epoch_day_ns(date_text: str) -> int:
     return (era * 146097 + doe - 719468) * _NANOS_PER_DAY
 
 
+@lru_cache(maxsize=256)
+def _minute_ns(prefix: str) -> int:
+    # "2026-09-23T10:44": a stream sees one minute at a time, so this is mostly a hit.
+    if len(prefix) != 16 or prefix[10] != "T" or prefix[13] != ":":
+        raise ValueError(f"not an ISO UTC time: {prefix!r}")
+    hours_text, minutes_text = prefix[11:13], prefix[14:16]
+    if not (hours_text + minutes_text).isdigit() or not prefix.isascii():
+        raise ValueError(f"not an ISO UTC time: {prefix!r}")
+    hours, minutes = int(hours_text), int(minutes_text)
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"time out of range: {prefix!r}")
+    return _epoch_day_ns(prefix[:10]) + (hours * 60 + minutes) * 60_000_000_000
+
+
 def iso_utc_to_ns(text: str) -> int:
     """Return "2026-09-23T10:44:33.5470000Z" (Z optional, up to 9 fraction digits) as UTC ns."""
-    if text.endswith("Z"):
+    if text[-1:] == "Z":
         text = text[:-1]
-    if len(text) < 19 or text[10] != "T" or text[13] != ":" or text[16] != ":":
+    if len(text) < 19 or text[16] != ":":
         raise ValueError(f"not an ISO UTC time: {text!r}")
-    clock = text[11:19]
-    hours, minutes, seconds = int(clock[0:2]), int(clock[3:5]), int(clock[6:8])
-    if hours > 23 or minutes > 59 or seconds > 60:
-        raise ValueError(f"time out of range: {text!r}")
-    nanos = 0
+    seconds = text[17:19]
+    if not seconds.isdigit() or not seconds.isascii() or seconds > "60":
+        raise ValueError(f"bad seconds: {text!r}")
+    ns = _minute_ns(text[:16]) + int(seconds) * 1_000_000_000
     if len(text) > 19:
         fraction = text[20:]
         if text[19] != "." or not fraction.isdigit() or len(fraction) > 9 or not fraction.isascii():
             raise ValueError(f"bad fraction of a second: {text!r}")
-        nanos = int(fraction.ljust(9, "0"))
-    return _epoch_day_ns(text[:10]) + ((hours * 60 + minutes) * 60 + seconds) * 1_000_000_000 + nanos
+        ns += int(fraction) * _NANOS_SCALE[len(fraction)]
+    return ns
+
+
+_NANOS_SCALE = tuple(10 ** (9 - places) for places in range(10))
 
 
 def fixed_units(value: int) -> int:

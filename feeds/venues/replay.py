@@ -24,6 +24,7 @@ from django.core.exceptions import ValidationError
 
 from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
 from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
+from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import checked_ns, fixed, fixed_positive, ms_to_ns
 
@@ -70,7 +71,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         amount = fixed(volume)
         if amount < 0:
             raise ParseError("number", "negative volume")
-        return [MarketData(
+        return [make_trade(
             symbol=symbol,
             price=fixed_positive(price),
             volume=amount,

@@ -36,6 +36,7 @@ from feeds.venues.base import (
     Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
     WireMessage, open_exchange_stream,
 )
+from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import fetch
@@ -124,8 +125,8 @@ def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> 
     ts_event = ms_to_ns(ltpc.ltt)
     if ltpc.ltq == 0 and vtt is None:
         # Indices print a value with no quantity: a price, not a trade.
-        return [Ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
-    return [MarketData(
+        return [make_ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
+    return [make_trade(
         symbol=key,
         price=_price(ltpc.ltp),
         volume=ltpc.ltq * SCALE,
@@ -138,7 +139,7 @@ def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> 
 def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int) -> list[MarketEvent]:
     if quote.bidP <= 0 or quote.askP <= 0 or quote.bidQ < 0 or quote.askQ < 0:
         return []  # one side empty (pre-open, circuit limit): no best quote to report
-    return [BookTicker(
+    return [make_book_ticker(
         symbol=key,
         bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
         ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
