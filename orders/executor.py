@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Awaitable, Callable
 
-from channels.db import database_sync_to_async
+from orders.db import in_db_thread
 
 from orders import lifecycle
 from orders.audit import audit_record
@@ -124,9 +124,9 @@ class TradeExecutor:
 
     async def handle(self, signal: Signal) -> list[str]:
         """Execute one signal on every account set up for its strategy; return an outcome per account."""
-        plans = await database_sync_to_async(plans_for_signal)(signal)
+        plans = await in_db_thread(plans_for_signal)(signal)
         if not plans:
-            await database_sync_to_async(audit_record)(
+            await in_db_thread(audit_record)(
                 event="signal.no_trade_setting",
                 account_id=None,
                 strategy_id=signal.strategy_id,
@@ -176,7 +176,7 @@ class TradeExecutor:
             if not leased:
                 return self._count("lock_contended", entry=True)
             try:
-                if not await database_sync_to_async(_entry_prepare)(spec):
+                if not await in_db_thread(_entry_prepare)(spec):
                     return self._count("skipped", entry=True)
             except InsufficientCapital as exc:
                 await self._audit("entry.rejected", plan, cid, str(exc))
@@ -198,7 +198,7 @@ class TradeExecutor:
             scope = entry_scope(plan.instrument_id)
             deadline = time.monotonic() + self.config.lock_ttl_s
             delay_s = 0.02
-            while not await database_sync_to_async(lock_acquire)(
+            while not await in_db_thread(lock_acquire)(
                 account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
             ):
                 if time.monotonic() + delay_s > deadline:
@@ -209,7 +209,7 @@ class TradeExecutor:
             try:
                 yield True
             finally:
-                await database_sync_to_async(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
+                await in_db_thread(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
     async def _resolve(self, plan: TradePlan, cid: str, *, entry: bool) -> Broker | None:
         try:
@@ -235,7 +235,7 @@ class TradeExecutor:
         try:
             acknowledged = await self._place(broker, request)
         except BrokerRejected as exc:
-            await database_sync_to_async(lifecycle.intent_abandon)(client_order_id=spec.client_order_id, reason=str(exc))
+            await in_db_thread(lifecycle.intent_abandon)(client_order_id=spec.client_order_id, reason=str(exc))
             return self._count("rejected", entry=entry)
         except BrokerUnavailable as exc:
             # Unknown outcome: the intent keeps its reservation until reconciliation asks the broker.
@@ -245,7 +245,7 @@ class TradeExecutor:
         finally:
             BROKER_LATENCY.labels(broker.name, "place").observe(time.monotonic() - started)
         self._step("after_place")
-        await database_sync_to_async(lifecycle.lifecycle_persist)(
+        await in_db_thread(lifecycle.lifecycle_persist)(
             broker_order=acknowledged, before_commit=lambda: self._step("before_commit")
         )
         SIGNAL_TO_ACK_SECONDS.observe(max(self._clock_ns() - signal.emitted_ns, 0) / 1e9)
@@ -274,7 +274,7 @@ class TradeExecutor:
         async with self._entry_lease(plan) as leased:
             if not leased:
                 return self._count("lock_contended", entry=False)
-            working = await database_sync_to_async(_working_entries)(plan, position_side)
+            working = await in_db_thread(_working_entries)(plan, position_side)
             for order in working:
                 try:
                     await asyncio.wait_for(
@@ -288,7 +288,7 @@ class TradeExecutor:
                 except (OrderNotFound, BrokerRejected):
                     pass  # it ended meanwhile; order_sync reads its final state
                 await order_sync(broker=broker, account_id=plan.account_id, order=order, symbol=plan.venue_symbol)
-            quantity = await database_sync_to_async(_open_quantity)(plan, position_side)
+            quantity = await in_db_thread(_open_quantity)(plan, position_side)
             if quantity <= 0:
                 return self._count("no_position", entry=False)
             cid = client_order_id(
@@ -309,7 +309,7 @@ class TradeExecutor:
                 signal_kind=str(signal.kind),
                 signal_output_id=signal.output_id,
             )
-            _, created = await database_sync_to_async(lifecycle.intent_create)(spec=spec)
+            _, created = await in_db_thread(lifecycle.intent_create)(spec=spec)
             if not created:
                 return self._count("skipped", entry=False)
             return await self._place_and_persist(signal, plan, spec, broker, entry=False)
@@ -317,7 +317,7 @@ class TradeExecutor:
     # ---- reporting --------------------------------------------------------------------
 
     async def _audit(self, event: str, plan: TradePlan, cid: str, message: str) -> None:
-        await database_sync_to_async(audit_record)(
+        await in_db_thread(audit_record)(
             event=event, account_id=plan.account_id, strategy_id=plan.strategy_id, client_order_id=cid, message=message
         )
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
-from channels.db import database_sync_to_async
+from orders.db import in_db_thread
 from django.db import IntegrityError, transaction
 
 from feeds.market import MarketData
@@ -219,23 +219,23 @@ class PaperBroker:
 
     async def place_order(self, request: OrderRequest) -> BrokerOrder:
         await self._latency()
-        order = await database_sync_to_async(self.exchange.place)(request)
+        order = await in_db_thread(self.exchange.place)(request)
         if self._on_place is not None:
             self._on_place(request.symbol)
         return order
 
     async def cancel_order(self, *, client_order_id: str, exchange_order_id: str, symbol: str) -> BrokerOrder:
         await self._latency()
-        return await database_sync_to_async(self.exchange.cancel)(client_order_id)
+        return await in_db_thread(self.exchange.cancel)(client_order_id)
 
     async def fetch_order(self, *, client_order_id: str, symbol: str) -> BrokerOrder:
-        return await database_sync_to_async(self.exchange.get)(client_order_id)
+        return await in_db_thread(self.exchange.get)(client_order_id)
 
     async def open_orders(self, *, symbols: Sequence[str]) -> list[BrokerOrder]:
-        return await database_sync_to_async(self.exchange.open_orders)()
+        return await in_db_thread(self.exchange.open_orders)()
 
     async def fills(self, *, symbols: Sequence[str], since_ns: int) -> list[BrokerFill]:
-        return await database_sync_to_async(self.exchange.fills)(since_ns)
+        return await in_db_thread(self.exchange.fills)(since_ns)
 
     async def close(self) -> None:
         return None
