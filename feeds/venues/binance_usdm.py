@@ -150,6 +150,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     try:
         # Combined mode is the normal case; telling it by its first key keeps exceptions
         # (slow) off the hot path.
+        payload: Payload | None
         if frame.startswith(b'{"stream":'):
             payload = _decode_combined(frame).data
         else:
@@ -178,7 +179,7 @@ def _decode_raw_or_reply(frame: bytes) -> Payload | None:
 
 
 def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
-    if type(payload) is AggTrade:
+    if isinstance(payload, AggTrade):
         # Positional, in MarketData's field order: this is the hottest line of the feed.
         return [make_trade(
             payload.s,  # symbol

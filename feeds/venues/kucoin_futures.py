@@ -252,7 +252,7 @@ def parse_bullet(body: bytes) -> BulletResponse:
 
 def subscribe_messages(symbols: Sequence[str], channels: Collection[str], *, first_id: int = 1) -> list[str]:
     """Return subscribe requests, up to SYMBOLS_PER_TOPIC symbols per topic and request."""
-    messages = []
+    messages: list[str] = []
     for channel in sorted(channels):
         if channel not in CHANNELS:
             raise ValueError(f"{NAME} has no channel {channel!r}; known: {sorted(CHANNELS)}")

@@ -223,7 +223,9 @@ class ReplayVenue:
                 return csv_frames(path)
         else:
             frames = database_frames(feed, settings)
-        return ReplaySource(frames, speed=float(settings["speed"]), batch_size=int(settings["batch_size"]))  # type: ignore[arg-type]
+        speed, batch_size = settings["speed"], settings["batch_size"]
+        assert isinstance(speed, (int, float)) and isinstance(batch_size, int)  # clean_settings checked both
+        return ReplaySource(frames, speed=float(speed), batch_size=batch_size)
 
     def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
         return parse(frame, received_ns)
