@@ -23,7 +23,7 @@ REPLAY_SYMBOL = "BRK-USD"
 BREAKOUT_STRATEGY = "brk-breakout"
 TICK_MS = 250
 LEVELS = ("100.00", "101.00")
-TICKS_PER_LEVEL = 8  # a breakout every 2 s, each followed by a managed exit
+TICKS_PER_LEVEL = 12  # a breakout every 3 s, each followed by a managed exit
 DURATION_S = 20 * 60
 
 
