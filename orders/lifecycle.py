@@ -50,10 +50,12 @@ def intent_create(*, spec: IntentSpec) -> tuple[OrderIntent, bool]:
 
     Raises ledger.InsufficientCapital (nothing written) when the reservation does not fit.
     """
-    if not CapitalLedger.objects.filter(account_id=spec.account_id).exists():
-        ledger_service.ledger_open(account=Account.objects.get(pk=spec.account_id))
     with transaction.atomic(durable=True):
-        ledger = ledger_service.ledger_lock(account_id=spec.account_id)
+        try:
+            ledger = ledger_service.ledger_lock(account_id=spec.account_id)
+        except CapitalLedger.DoesNotExist:
+            ledger_service.ledger_open(account=Account.objects.get(pk=spec.account_id))
+            ledger = ledger_service.ledger_lock(account_id=spec.account_id)
         existing = OrderIntent.objects.filter(client_order_id=spec.client_order_id).first()
         if existing is not None:
             return existing, False

@@ -1,7 +1,7 @@
 """Row leases with TTL and owner tokens (seed 003: fn_try_acquire/fn_release_entry_lock_row).
 
 `lock_acquire` is one conditional UPDATE (take the row if it is free, expired or
-already ours), preceded by an idempotent INSERT of the row; both run in autocommit,
+already ours), with an INSERT the first time a scope is used; both run in autocommit,
 outside any caller transaction, so a lease is visible to other processes at once.
 A lease that outlives its holder (a killed process) frees itself at `expires_at`.
 """
@@ -43,25 +43,30 @@ def lock_acquire(
     started = time.monotonic()
     current = now()
     expires = current + timedelta(seconds=ttl_s)
-    if not EntryLock.objects.filter(account_id=account_id, scope=scope).exists():
+    taken = _take(account_id, scope, owner, current, expires)
+    if not taken and not EntryLock.objects.filter(account_id=account_id, scope=scope).exists():
         try:
             with transaction.atomic():
                 EntryLock.objects.create(
                     account_id=account_id, scope=scope, owner=owner, expires_at=expires, acquired_at=current
                 )
-            LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
-            return True
+            taken = True
         except IntegrityError:
-            pass  # created by another process in between: fall through to the conditional take
-    taken = (
+            # Created by another process in between: the conditional take decides.
+            taken = _take(account_id, scope, owner, current, expires)
+    LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
+    if not taken:
+        LOCK_CONTENTION.labels(scope.split(":", 1)[0]).inc()
+    return taken
+
+
+def _take(account_id: int, scope: str, owner: str, current: datetime, expires: datetime) -> bool:
+    """One conditional UPDATE: the row is ours if free, expired or already held by `owner`."""
+    return bool(
         EntryLock.objects.filter(account_id=account_id, scope=scope)
         .filter(Q(expires_at__lt=current) | Q(owner=owner) | Q(owner=""))
         .update(owner=owner, expires_at=expires, acquired_at=current)
     )
-    LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
-    if not taken:
-        LOCK_CONTENTION.labels(scope.split(":", 1)[0]).inc()
-    return bool(taken)
 
 
 def lock_release(*, account_id: int, scope: str, owner: str) -> bool:
