@@ -80,3 +80,4 @@ async def running(service: MarketDataService, *, skip: Iterable[str] = ()) -> As
 def _discard(work: object) -> None:
     work.close()  # type: ignore[attr-defined]
     return None
+

@@ -168,3 +168,30 @@ async def _polled_at_least(fake: FakeVenueHttp, count: int) -> bool:
 
 async def _fetched_at_least(fake: FakeVenueHttp, count: int) -> bool:
     return sum(1 for r in fake.requests if r.path == "/fapi/v1/exchangeInfo") >= count
+
+
+async def test_an_empty_rest_budget_skips_polls_rather_than_queueing_them(
+    redis: Redis, prefix: str, fake_http: FakeVenueHttp,
+) -> None:
+    import dataclasses
+
+    from tests.feeds.redispub.conftest import FAST_OPTIONS
+
+    serve_venue(fake_http)
+    await database_sync_to_async(binance_feed)(fake_http)
+    # One REST call per minute for the venue: the first poll spends it.
+    service = await make_service(redis, prefix, ["bin"], options=dataclasses.replace(FAST_OPTIONS, rest_per_minute=1))
+    key = f"{prefix}:binance-usdm:perpetual:BTCUSDT:trades"
+    async with running(service):
+        await async_eventually(lambda: _allows(service, "BTCUSDT"))
+        await service.bridge.consume(FeedData("bin", (trade(1),)))
+        await async_eventually(lambda: _with_source(redis, key, Source.REST), timeout_s=5)
+        # The REST value expires in turn; the bucket is empty, so the key stays absent (fail closed).
+        await async_eventually(lambda: _with_status(
+            redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "rate limited"), timeout_s=5)
+        await async_eventually(lambda: _gone(redis, key), timeout_s=5)
+        assert rest_polls(fake_http) == 1
+
+
+async def _gone(redis: Redis, key: str) -> bool:
+    return not await redis.exists(key)
