@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
@@ -121,7 +122,7 @@ class FallbackController:
         self._retry_s = retry_s
         self._sleep = sleep
         self._clock_ns = clock_ns
-        self._rest_per_minute = rest_per_minute
+        self.rest_per_minute = rest_per_minute
         self._limiters: dict[str, AsyncLimiter] = {}
         self._session: aiohttp.ClientSession | None = None
         self.known: dict[str, StreamRef] = {}  # keys a websocket value was published on
@@ -130,6 +131,8 @@ class FallbackController:
         self.problems: dict[str, str] = {}  # key -> last poll problem (rate limited, HTTP error)
         self.rest_published = 0
         self.handbacks = 0
+        self.rest_calls: Counter[str] = Counter()  # per venue
+        self.skipped_polls: Counter[str] = Counter()  # per venue: the budget was empty
 
     # --- triggers -------------------------------------------------------------------
 
@@ -211,7 +214,7 @@ class FallbackController:
     def _limiter(self, venue: str) -> AsyncLimiter:
         limiter = self._limiters.get(venue)
         if limiter is None:
-            limiter = self._limiters[venue] = AsyncLimiter(self._rest_per_minute, 60)
+            limiter = self._limiters[venue] = AsyncLimiter(self.rest_per_minute, 60)
         return limiter
 
     async def _poll(self, key: str, ref: StreamRef, call: RestCall) -> None:
@@ -226,8 +229,10 @@ class FallbackController:
             reraise_if_cancelling()
             if not limiter.has_capacity():
                 self.problems[key] = "rate limited: REST poll skipped"
+                self.skipped_polls[feed.venue] += 1
             else:
                 await limiter.acquire()
+                self.rest_calls[feed.venue] += 1
                 try:
                     await self._poll_once(key, ref, call, feed, instrument.symbol, ttl_ms, task)
                 except FETCH_FAILURES as exc:

@@ -25,7 +25,7 @@ from feeds.redispub.catalog import Catalog, FeedEntry, InstrumentEntry
 from feeds.redispub.envelope import Envelope, Source
 from feeds.redispub.fallback import FallbackController
 from feeds.redispub.gate import MetadataGate
-from feeds.redispub.keys import HEALTH_CHANNEL, VENUE_SCOPE, venue_key
+from feeds.redispub.keys import HEALTH_CHANNEL, RATELIMIT_SUBJECT, VENUE_SCOPE, venue_key
 from feeds.redispub.publisher import Draft, RedisPublisher
 from tradingsite.health import HealthBoard, Status, worst
 
@@ -48,6 +48,7 @@ class Heartbeat:
         self._sleep = sleep
         self._clock_ns = clock_ns
         self._ttl_ms = round(interval_s * catalog.cadence.multiplier * 1000)
+        self._skipped_seen: dict[str, int] = {}
 
     async def run(self) -> None:
         while True:
@@ -87,7 +88,32 @@ class Heartbeat:
                 status_reason="" if venue_status is Status.HEALTHY else f"{len(statuses) - counts['HEALTHY']} of {len(statuses)} streams not healthy",
                 data={"streams": counts, "feeds": feed_states, "interval_ms": round(self._interval_s * 1000)},
             )))
+            if self._fallback is not None:
+                drafts.append(self._ratelimit_draft(venue, now))
         return drafts
+
+    def _ratelimit_draft(self, venue: str, now: int) -> Draft:
+        """Return the venue's REST budget use: DEGRADED while polls are being skipped."""
+        fallback = self._fallback
+        assert fallback is not None
+        skipped = fallback.skipped_polls[venue]
+        skipping = skipped > self._skipped_seen.get(venue, 0)
+        self._skipped_seen[venue] = skipped
+        return Draft(venue_key(self._catalog.prefix, venue, RATELIMIT_SUBJECT), self._ttl_ms, Envelope(
+            venue=venue, market_type=VENUE_SCOPE, symbol=None, venue_symbol=None, channel=RATELIMIT_SUBJECT,
+            recv_time_ns=now, source=Source.INTERNAL.value,
+            status=(Status.DEGRADED if skipping else Status.HEALTHY).value,
+            status_reason="REST budget exhausted: fallback polls skipped" if skipping else "",
+            data={
+                "rest_per_minute": format(fallback.rest_per_minute, "g"),
+                "rest_calls": fallback.rest_calls[venue],
+                "skipped_polls": skipped,
+                "keys_on_rest": sum(1 for key in fallback.active if fallback.known[key].feed in self._venue_feeds(venue)),
+            },
+        ))
+
+    def _venue_feeds(self, venue: str) -> set[str]:
+        return {feed.name for feed in self._catalog.venues().get(venue, [])}
 
     def _channels_by_stream(self) -> dict[tuple[str, str], dict[str, str]]:
         """Return {(feed, venue symbol): {channel: key}} for every websocket key seen."""

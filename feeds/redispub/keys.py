@@ -2,7 +2,7 @@
 
     {prefix}:{VENUE}:{MARKET_TYPE}:{SYMBOL}:{channel}   trades, mark_price, funding, ticker,
                                                         book_ticker, metadata, health
-    {prefix}:{VENUE}:venue:{subject}                    health
+    {prefix}:{VENUE}:venue:{subject}                    health, ratelimit
 
 Redis keeps keys and channels in separate namespaces, so one name serves both: a reader
 GETs the last value and SUBSCRIBEs to the same name for pushes.
@@ -15,6 +15,7 @@ VENUE_SCOPE = "venue"
 # Channels derived from market events; `metadata` and `health` are published beside them.
 METADATA_CHANNEL = "metadata"
 HEALTH_CHANNEL = "health"
+RATELIMIT_SUBJECT = "ratelimit"  # venue-wide: the REST budget of the fallback polls
 
 
 class KeyLayoutError(ValueError):

@@ -191,6 +191,10 @@ async def test_an_empty_rest_budget_skips_polls_rather_than_queueing_them(
             redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "rate limited"), timeout_s=5)
         await async_eventually(lambda: _gone(redis, key), timeout_s=5)
         assert rest_polls(fake_http) == 1
+        budget = await async_eventually(lambda: _with_status(
+            redis, f"{prefix}:binance-usdm:venue:ratelimit", "DEGRADED", "REST budget exhausted"), timeout_s=5)
+        assert budget.data["rest_per_minute"] == "1" and budget.data["rest_calls"] == 1
+        assert budget.data["skipped_polls"] >= 1 and budget.data["keys_on_rest"] == 1
 
 
 async def _gone(redis: Redis, key: str) -> bool:
