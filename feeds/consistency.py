@@ -24,13 +24,14 @@ class TradeRejected(ValueError):
 class TradeStreamState:
     """One symbol's checkpoint and its bounded window of recently accepted trade ids."""
 
-    __slots__ = ("symbol", "_last_trade", "_window", "_seen", "_capacity")
+    __slots__ = ("symbol", "_last_trade", "_last_key", "_window", "_seen", "_capacity")
 
     def __init__(self, symbol: str, *, dedup_window: int = DEFAULT_DEDUP_WINDOW) -> None:
         if dedup_window < 1:
             raise ValueError("dedup_window must be at least 1")
         self.symbol = symbol
         self._last_trade: MarketData | None = None
+        self._last_key: int | None = None  # the checkpoint's id as a number, when it is one
         self._window: deque[str] = deque()
         self._seen: set[str] = set()
         self._capacity = dedup_window
@@ -54,6 +55,7 @@ class TradeStreamState:
             self._window.append(trade.trade_id)
             self._seen.add(trade.trade_id)
         self._last_trade = trade
+        self._last_key = _order_key(trade.trade_id)
 
 
 class TradeStreamStateStoreProtocol(Protocol):
@@ -123,8 +125,8 @@ class TradeStreamConsistencyController:
             if state.has_seen(trade_id):
                 self.stats.duplicates += 1
                 return None
-            new_key, last_key = _order_key(trade_id), _order_key(state.last_trade_id)
-            if new_key is not None and last_key is not None and new_key <= last_key:
+            last_key = state._last_key
+            if last_key is not None and trade_id.isdigit() and int(trade_id) <= last_key:
                 # Older than the checkpoint but gone from the window: already delivered.
                 self.stats.duplicates += 1
                 return None

@@ -71,9 +71,13 @@ class VenueRateLimiter:
             await self._acquire(limiter, 1, "websocket message")
 
     async def _acquire(self, limiter: AsyncLimiter, amount: float, what: str) -> None:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+        # cancellation that lands as the inner acquire completes, and the stream would
+        # then outlive its own shutdown.
         try:
-            await asyncio.wait_for(limiter.acquire(amount), timeout=self.max_wait_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.max_wait_s):
+                await limiter.acquire(amount)
+        except TimeoutError:
             self.denied += 1
             raise RateLimitDenied(
                 f"{what}: no token within {self.max_wait_s}s ({self.fraction:.0%} of the published limit)"

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping, Sequence
 
-from feeds.market import FeedData
+from feeds.market import FeedData, MarketData
 from feeds.tick_writer import CheckpointRow, TickRow, TickWriter
 from tradingsite.health import HealthBoard, Status
 
@@ -43,7 +43,15 @@ class RecorderStats:
 @dataclass
 class _Pending:
     rows: list[TickRow] = field(default_factory=list)
-    checkpoints: dict[tuple[int, str], CheckpointRow] = field(default_factory=dict)
+    # The last trade per (feed id, venue symbol): the checkpoint this batch advances to.
+    last: dict[tuple[int, str], MarketData] = field(default_factory=dict)
+
+    def checkpoints(self) -> list[CheckpointRow]:
+        return [
+            CheckpointRow(feed_id, symbol, t.trade_id or "", t.ts_event, t.price, t.volume,
+                          t.side.value if t.side is not None else "")
+            for (feed_id, symbol), t in self.last.items()
+        ]
 
 
 RunSync = Callable[[Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None], Sequence[TickRow], Sequence[CheckpointRow]], Awaitable[None]]
@@ -114,23 +122,23 @@ class TickRecorder:
                 self._last_overflow_log = now
                 log.warning("recorder: buffer full (%d ticks), %d ticks dropped so far", self._buffered, self.stats.overflow)
             return
-        rows, checkpoints = self._current.rows, self._current.checkpoints
+        rows, last = self._current.rows, self._current.last
         feed = batch.feed
+        instruments = self._instruments
         added = 0
         for event in batch.events:
-            key = self._instruments.get((feed, event.symbol))
+            if event.kind != "trade":  # the recorder keeps trades; other event kinds are not ticks
+                continue
+            key = instruments.get((feed, event.symbol))
             if key is None:
                 self.stats.unknown_symbol += 1
                 continue
-            trade_id = event.trade_id or ""
-            side = event.side.value if event.side is not None else ""
+            side = event.side
             rows.append((
                 key.instrument_id, event.ts_event, event.ts_recv, event.price, event.volume,
-                event.duration_since_last_ns, trade_id, side,
+                event.duration_since_last_ns, event.trade_id or "", side.value if side is not None else "",
             ))
-            checkpoints[(key.feed_id, event.symbol)] = CheckpointRow(
-                key.feed_id, event.symbol, trade_id, event.ts_event, event.price, event.volume, side
-            )
+            last[(key.feed_id, event.symbol)] = event
             added += 1
         self._buffered += added
         if len(rows) >= self._batch_size:
@@ -145,9 +153,11 @@ class TickRecorder:
     async def run(self) -> None:
         """Flush by size or interval until cancelled."""
         while True:
+            # asyncio.timeout rather than wait_for, which on 3.11 can swallow a cancellation.
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._flush_interval_s)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self._flush_interval_s):
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
             self._wake.clear()
             self._seal()
@@ -160,7 +170,7 @@ class TickRecorder:
             while self._sealed:
                 pending = self._sealed[0]
                 try:
-                    await self._run_sync(self._writer.write, pending.rows, list(pending.checkpoints.values()))
+                    await self._run_sync(self._writer.write, pending.rows, pending.checkpoints())
                 except Exception as exc:  # the database may come back: keep the rows, retry later
                     self.stats.write_failures += 1
                     self._report(Status.DEGRADED, f"write failed, retrying: {exc}")

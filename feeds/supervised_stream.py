@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 HoleSink = Callable[[str, str, int, int, str], Awaitable[None]]
 RECOVERED_BATCH = 1000
+# Live events are handed on in one FeedData per burst of frames (whatever arrived
+# before the read loop next waits), at most this many at a time.
+LIVE_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class SupervisedStream:
         self.stats = StreamStats()
         # Resources to release when the stream ends (the REST session).
         self.closers: list[Callable[[], Awaitable[None]]] = []
+        self._pending: list[MarketEvent] = []
+        self._flush_scheduled = False
 
     @property
     def breaker(self) -> CircuitBreaker:
@@ -161,6 +166,7 @@ class SupervisedStream:
                 else:
                     await self._after_loss(connection)
         finally:
+            self._flush_pending()
             self._graph.supervisor.stop()
             await self._stop_scheduler()
             await self._session.close()
@@ -221,6 +227,8 @@ class SupervisedStream:
 
     async def _handover(self, connection: object) -> None:
         """Planned redial at max age: the new socket is subscribed before the old one closes."""
+        # No heartbeat reconnect may race the handover for the socket.
+        await self._stop_scheduler()
         try:
             await self._session.handover()
             self.stats.handovers += 1
@@ -301,6 +309,7 @@ class SupervisedStream:
 
     def deliver_recovered(self, trades: Sequence[MarketData]) -> None:
         """The recovery controller's sink: accepted recovered trades, in order."""
+        self._flush_pending()  # live events of the previous connection go first
         for start in range(0, len(trades), RECOVERED_BATCH):
             chunk = [self._with_duration(trade) for trade in trades[start:start + RECOVERED_BATCH]]
             self._ticks.inc(len(chunk))
@@ -340,7 +349,7 @@ class SupervisedStream:
             return
         events = self._stream_state.apply(events)
         accept = self._graph.consistency.accept
-        delivered: list[MarketEvent] = []
+        delivered = self._pending
         for event in events:
             if isinstance(event, MarketData):
                 try:
@@ -352,16 +361,31 @@ class SupervisedStream:
                 event = self._with_duration(event)
                 self.stats.trades += 1
             delivered.append(event)
-        if delivered:
-            self._ticks.inc(len(delivered))
-            self._publish(FeedData(self.feed, tuple(delivered)))
+        if len(delivered) >= LIVE_BATCH:
+            self._flush_pending()
+        elif delivered and not self._flush_scheduled:
+            # Runs when the read loop next waits for the socket: one batch per burst.
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_pending)
+
+    def _flush_pending(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._ticks.inc(len(batch))
+        self._publish(FeedData(self.feed, tuple(batch)))
 
     def _with_duration(self, trade: MarketData) -> MarketData:
         previous = self._last_ts.get(trade.symbol)
         self._last_ts[trade.symbol] = trade.ts_event
         if previous is None:
             return trade
-        return dataclasses.replace(trade, duration_since_last_ns=trade.ts_event - previous)
+        # The constructor, not dataclasses.replace: this runs for every tick.
+        return MarketData(
+            trade.symbol, trade.price, trade.volume, trade.ts_event, trade.ts_recv, trade.trade_id, trade.side,
+            trade.ts_event - previous, trade.cumulative_volume,
+        )
 
     # --- health ----------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from websockets.http11 import Request, Response
 
 MAX_WINDOW_MS = 3_600_000
 MAX_LIMIT = 1000
+_BURST = 256  # frames per write
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,20 +287,39 @@ class FakeBinanceUsdm:
                 return
             if sub.cursor >= len(self.executed) or sub.silent:
                 timeout = None if self._max_age_s is None else self._max_age_s / 4
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(released.wait(), timeout)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await released.wait()
                 continue
-            end = len(self.executed)
-            for executed in self.executed[sub.cursor:end]:
-                if sub.silent:
-                    break
-                if f"{executed.trade.symbol.lower()}@aggTrade" in sub.streams:
-                    if self._delay_s:
+            end = min(len(self.executed), sub.cursor + _BURST)
+            if self._delay_s:
+                for executed in self.executed[sub.cursor:end]:
+                    if sub.silent:
+                        break
+                    if f"{executed.trade.symbol.lower()}@aggTrade" in sub.streams:
                         await asyncio.sleep(self._delay_s)
-                    if not await self._send_quietly(connection, executed.frame):
-                        return
-                sub.cursor += 1
+                        if not await self._send_quietly(connection, executed.frame):
+                            return
+                    sub.cursor += 1
+            else:
+                frames = [e.frame.encode() for e in self.executed[sub.cursor:end]
+                          if f"{e.trade.symbol.lower()}@aggTrade" in sub.streams]
+                sub.cursor = end
+                if frames and not await self._send_burst(connection, frames):
+                    return
             await asyncio.sleep(0)
+
+    @staticmethod
+    async def _send_burst(connection: ServerConnection, frames: list[bytes]) -> bool:
+        """Send many text frames with one write: a real venue streams far faster than one
+        await per frame, and the client under test should be what limits the rate."""
+        try:
+            async with connection.send_context():
+                for frame in frames:
+                    connection.protocol.send_text(frame)
+            return True
+        except ConnectionClosed:
+            return False
 
     @staticmethod
     async def _send_quietly(connection: ServerConnection, frame: str | bytes) -> bool:

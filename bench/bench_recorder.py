@@ -1,0 +1,177 @@
+"""Recorder throughput: fake venue websocket -> parse -> stream -> recorder -> PostgreSQL.
+
+Prints, in one run:
+- ticks/s from the fake Binance USD-M venue's websocket (served from a child process)
+  through the supervised stream (parse, consistency), the fan-out and the recorder
+  (binary COPY) until every tick is committed;
+- raw psycopg binary COPY rows/s of the same rows, in the same batch size, into the
+  same table on the same database: the limit;
+- the ratio of the two (target: at least 50%).
+
+Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
+postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
+Run: .venv/bin/python bench/bench_recorder.py [--ticks N]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
+if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
+BATCH = 5000
+
+
+def _ensure_database(url: str) -> None:
+    import psycopg
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _serve_venue(count: int, port_queue: "multiprocessing.Queue[tuple[str, str]]", stop_event) -> None:  # type: ignore[no-untyped-def]
+    """Child process: serve the tape; release all of it once the stream has subscribed."""
+    from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
+
+    async def main() -> None:
+        async with FakeBinanceUsdm(make_tape(count, SYMBOLS, seed=3)) as venue:
+            port_queue.put((venue.ws_url, venue.rest_url))
+            while not venue.stats.subscribe_messages:
+                await asyncio.sleep(0.005)
+            venue.release(count)
+            while not stop_event.is_set():
+                await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+
+
+async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float, list[tuple]]:  # type: ignore[type-arg]
+    from channels.db import database_sync_to_async
+
+    from feeds.fanout import FeedFanout, drain
+    from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+    from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
+    from feeds.ratelimit import PublishedLimits, VenueRateLimiter
+    from feeds.recorder import TickRecorder
+    from feeds.tick_selectors import instrument_keys
+    from feeds.tick_writer import PostgresCopyWriter
+    from feeds.venues import get_venue
+    from feeds.venues.base import FeedSpec, InstrumentSpec
+    from tradingsite.health import HealthBoard
+
+    def setup() -> None:
+        Tick.objects.all().delete()
+        Feed.objects.filter(name="bench").delete()
+        feed = Feed.objects.create(name="bench", venue="binance-usdm", market_type=MarketType.PERPETUAL,
+                                   settings={"ws_url": ws_url, "rest_url": rest_url})
+        for symbol in SYMBOLS:
+            instrument = Instrument.objects.create(feed=feed, symbol=symbol, venue_symbol=symbol,
+                                                   tick_size="0.01", lot_size="0.001")
+            Subscription.objects.create(instrument=instrument)
+
+    await database_sync_to_async(setup)()
+    keys = await database_sync_to_async(instrument_keys)(["bench"])
+    recorder = TickRecorder(PostgresCopyWriter(), keys, batch_size=BATCH, flush_interval_s=0.05, capacity=count + BATCH)
+    fanout = FeedFanout()
+    queue = fanout.subscribe("recorder", capacity=count + 1)
+    adapter = get_venue("binance-usdm")
+    spec = FeedSpec("bench", "binance-usdm", adapter.clean_settings({"ws_url": ws_url, "rest_url": rest_url}),
+                    tuple(InstrumentSpec(s, "0.01", "0.001") for s in SYMBOLS))
+    unlimited = VenueRateLimiter(PublishedLimits(10**9, 1, 1, 10**6, 1, 10**6), fraction=1.0)
+    [stream] = await build_feed_streams(spec, adapter, publish=fanout.publish, health=HealthBoard(),  # type: ignore[arg-type]
+                                        limiter=unlimited, settings=FeedStreamSettings())
+    tasks = [asyncio.create_task(drain("recorder", queue, recorder.consume)), asyncio.create_task(recorder.run())]
+    stream_task = asyncio.create_task(stream.run())
+    while stream.stats.frames == 0:
+        await asyncio.sleep(0.0005)
+    started = time.perf_counter()
+    while recorder.stats.recorded < count:
+        await asyncio.sleep(0.002)
+    elapsed = time.perf_counter() - started
+    for task in (stream_task, *tasks):
+        task.cancel()
+    await asyncio.gather(stream_task, *tasks, return_exceptions=True)
+    rows = await database_sync_to_async(lambda: list(Tick.objects.order_by("pk").values_list(
+        "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side")))()
+    # The first frame was already in when the clock started: count from the second.
+    return (count - 1) / elapsed, rows
+
+
+def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
+    import psycopg
+    from django.conf import settings as django_settings
+
+    db = django_settings.DATABASES["default"]
+    dsn = f"host={db['HOST']} port={db['PORT'] or 5432} dbname={db['NAME']} user={db['USER']}"
+    if db.get("PASSWORD"):
+        dsn += f" password={db['PASSWORD']}"
+    statement = ('COPY feeds_tick (instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, '
+                 'trade_id, side) FROM STDIN (FORMAT BINARY)')
+    with psycopg.connect(dsn) as conn:
+        conn.execute("DELETE FROM feeds_tick")
+        conn.commit()
+        started = time.perf_counter()
+        for start in range(0, len(rows), BATCH):
+            with conn.cursor() as cursor, cursor.copy(statement) as copy:
+                copy.set_types(["int8", "int8", "int8", "int8", "int8", "int8", "text", "text"])
+                for row in rows[start:start + BATCH]:
+                    copy.write_row(row)
+            conn.commit()
+        elapsed = time.perf_counter() - started
+        conn.execute("DELETE FROM feeds_tick")
+        conn.commit()
+    return len(rows) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ticks", type=int, default=200_000)
+    args = parser.parse_args()
+
+    _ensure_database(os.environ["DATABASE_URL"])
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+    context = multiprocessing.get_context("spawn")
+    port_queue = context.Queue()
+    stop_event = context.Event()
+    child = context.Process(target=_serve_venue, args=(args.ticks, port_queue, stop_event), daemon=True)
+    child.start()
+    try:
+        ws_url, rest_url = port_queue.get(timeout=30)
+        path_rate, rows = asyncio.run(_recorder_path(args.ticks, ws_url, rest_url))
+    finally:
+        stop_event.set()
+        child.join(timeout=10)
+    if len(rows) != args.ticks:
+        raise SystemExit(f"recorded {len(rows)} ticks, expected {args.ticks}")
+    copy_rate = _raw_copy(rows)
+    print(f"recorder path (fake venue websocket -> parse -> stream -> recorder -> PostgreSQL COPY): "
+          f"{path_rate:,.0f} ticks/s over {args.ticks:,} ticks")
+    print(f"raw psycopg binary COPY of the same rows, batches of {BATCH}: {copy_rate:,.0f} rows/s")
+    print(f"recorder path / raw COPY: {path_rate / copy_rate:.0%} (target >= 50%)")
+
+
+if __name__ == "__main__":
+    main()
