@@ -92,9 +92,8 @@ def newest(events: list[MarketEvent], venue_symbol: str, channel: str) -> Market
 async def enable_expiry_notifications(redis: Redis) -> bool:
     """Add `E` and `x` to notify-keyspace-events, keeping flags already set; False if refused."""
     try:
-        current = (await redis.config_get("notify-keyspace-events")).get("notify-keyspace-events", "")
-        if isinstance(current, bytes):
-            current = current.decode()
+        raw = (await redis.config_get("notify-keyspace-events")).get("notify-keyspace-events") or ""
+        current = raw.decode() if isinstance(raw, bytes) else str(raw)
         has_expired = "x" in current or "A" in current
         if "E" in current and has_expired:
             return True

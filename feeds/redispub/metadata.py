@@ -69,7 +69,8 @@ def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMe
     """Store the venue's tick size, lot size and multiplier on the feed's subscribed instruments.
 
     Only changed fields are written; each change is logged. With no listing (a venue
-    without a metadata endpoint) the rows themselves are the metadata.
+    without a metadata endpoint) the rows themselves are the metadata. Locks the feed's
+    instrument rows (select_for_update, in pk order) for the read-compare-write.
     """
     result = MetadataResult(feed.name)
     by_symbol = {meta.venue_symbol: meta for meta in listing} if listing is not None else {}
@@ -85,7 +86,7 @@ def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMe
             if meta is None:
                 result.missing.append(row.venue_symbol)
                 continue
-            updates = {}
+            updates: dict[str, Decimal] = {}
             for name, value in (("tick_size", meta.tick_size), ("lot_size", meta.lot_size),
                                 ("contract_multiplier", meta.contract_multiplier)):
                 # bitFlyer publishes no tick size: keep the configured one.
@@ -94,8 +95,8 @@ def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMe
                     updates[name] = Decimal(value)
             if updates:
                 Instrument.objects.filter(pk=row.pk).update(**updates)
-                for name, value in updates.items():
-                    setattr(row, name, value)
+                for name, new_value in updates.items():
+                    setattr(row, name, new_value)
             result.known.append(_from_row(row, Source.REST, meta))
     for change in result.changed:
         log.warning("metadata %s: %s", feed.name, change)

@@ -74,7 +74,7 @@ class Command(BaseCommand):
     def _snapshot(self, redis: Redis, pattern: str) -> None:
         for key in sorted(redis.scan_iter(match=pattern, count=500)):
             body = redis.get(key)
-            if body is not None:
+            if isinstance(body, bytes):
                 self.stdout.write(f"= {self._line(key.decode(), body)}")
 
     def _print(self, tracker: SequenceTracker, key: str, body: bytes) -> None:
