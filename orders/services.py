@@ -5,6 +5,7 @@ import asyncio
 import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
 
@@ -88,7 +89,12 @@ def summarize(results: list[ReconcileResult]) -> str:
 
 
 def reconcile_accounts() -> str:
-    """One pass from a Celery worker (or the embedded periodic runner's thread): its own loop and brokers."""
+    """One pass from a Celery worker or the embedded periodic runner; builds and closes its own brokers.
+
+    `async_to_sync`, not `asyncio.run`: in the embedded site this runs inside Channels'
+    database thread, and asgiref routes the pass's own database calls back to this
+    thread instead of deadlocking on it.
+    """
 
     async def run() -> str:
         auth_state = await _auth_state_for_worker()
@@ -100,7 +106,7 @@ def reconcile_accounts() -> str:
             for provisioned in auth_state.provisioned.values():
                 await provisioned.stop()
 
-    return asyncio.run(run())
+    return async_to_sync(run)()
 
 
 async def _auth_state_for_worker() -> Any:

@@ -1,0 +1,33 @@
+"""The orders-reconcile job, run the way the embedded site runs it (Channels' database thread)."""
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+
+from orders.brokers.paper import PaperBroker
+from orders.brokers.base import OrderRequest
+from orders.lifecycle import IntentSpec, intent_create
+from orders.models import Order
+from orders.tasks import reconcile_accounts
+from tests.orders.factories import make_setup
+from tradingsite.models import ComponentHealth
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_the_periodic_job_adopts_an_orphan_from_the_database_thread() -> None:
+    setup = await database_sync_to_async(make_setup)()
+    spec = IntentSpec(
+        client_order_id=f"ts-{setup.account.pk}-orphan0000000001", account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
+        side="BUY", order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=60 * 10**8,
+    )
+    await database_sync_to_async(intent_create)(spec=spec)
+    await PaperBroker(account_key=str(setup.account.pk)).place_order(
+        OrderRequest(spec.client_order_id, "BTCUSDT", "BUY", "MARKET", spec.quantity, None)
+    )
+    summary = await database_sync_to_async(reconcile_accounts)()
+    assert "1 corrections" in summary
+    assert await database_sync_to_async(Order.objects.filter(client_order_id=spec.client_order_id).exists)()
+    health = await database_sync_to_async(ComponentHealth.objects.get)(component="job:orders-reconcile")
+    assert health.status == "HEALTHY"
