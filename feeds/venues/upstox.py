@@ -24,7 +24,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Awaitable, Callable, Collection, Mapping, Protocol, Sequence
 
 import msgspec
 from django.core.exceptions import ValidationError
@@ -39,7 +39,7 @@ from feeds.venues.base import (
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
-from feeds.venues.rest import fetch
+from feeds.venues.rest import RestError, fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
 
 NAME = "upstox"
@@ -254,7 +254,31 @@ def subscribe_message(instrument_keys: Sequence[str], mode: str, *, guid: str = 
 
 
 async def _no_token_provider() -> str:
-    raise LookupError(f"{NAME}: no token provider registered (the recovery app provides the analytics token)")
+    raise LookupError(
+        f"{NAME}: no analytics token configured (RECOVERY_PROVISIONED_TOKENS=upstox/analytics, see docs/recovery.md)"
+    )
+
+
+class AccessTokenLike(Protocol):
+    fingerprint: str
+
+    def reveal(self) -> str: ...
+
+
+class AnalyticsTokenSource(Protocol):
+    """The shape of recovery's TokenSource that the feed needs (no import of recovery)."""
+
+    async def await_valid_token(self) -> AccessTokenLike: ...
+
+    async def invalidate(self, fingerprint: str, reason: str) -> None: ...
+
+
+INVALID_TOKEN_CODE = "UDAPI100050"
+
+
+def is_invalid_token(error: RestError) -> bool:
+    """Return whether a REST error says the token itself was refused (HTTP 401, UDAPI100050)."""
+    return error.status == 401 and INVALID_TOKEN_CODE.encode() in error.body
 
 
 # --- REST -------------------------------------------------------------------------------
@@ -311,10 +335,17 @@ class UpstoxVenue:
 
     def __init__(self, token_provider: TokenProvider = _no_token_provider) -> None:
         self._token_provider = token_provider
+        self._token_source: AnalyticsTokenSource | None = None
 
     def use_token_provider(self, token_provider: TokenProvider) -> None:
         """Authorize future dials with `token_provider` (the app owning tokens calls this at startup)."""
         self._token_provider = token_provider
+        self._token_source = None
+
+    def use_token_source(self, source: AnalyticsTokenSource) -> None:
+        """Authorize with recovery's analytics token; a refused token is reported back to it."""
+        self._token_source = source
+        self._token_provider = _no_token_provider
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         cleaned = clean_exchange_settings(NAME, settings, DEFAULTS)
@@ -338,8 +369,20 @@ class UpstoxVenue:
         unknown = set(channels) - CHANNELS
         if unknown:
             raise ValueError(f"{NAME} has no channel {sorted(unknown)}; known: {sorted(CHANNELS)}")
-        token = await self._token_provider()
-        body = await fetch(authorize_request(token, rest_url=base_url(settings, "rest_url", REST_BASE_URL)))
+        rest_url = base_url(settings, "rest_url", REST_BASE_URL)
+        if self._token_source is None:
+            token = await self._token_provider()
+            body = await fetch(authorize_request(token, rest_url=rest_url))
+        else:
+            # Waits while the token is being renewed; raises recovery's TokenUnavailable
+            # when it failed for good, which the stream reports as DEGRADED.
+            access = await self._token_source.await_valid_token()
+            try:
+                body = await fetch(authorize_request(access.reveal(), rest_url=rest_url))
+            except RestError as exc:
+                if is_invalid_token(exc):
+                    await self._token_source.invalidate(access.fingerprint, INVALID_TOKEN_CODE)
+                raise
         mode = str(settings.get("mode", "full"))
         return [Endpoint(
             url=parse_authorize(body),

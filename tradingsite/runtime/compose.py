@@ -5,6 +5,7 @@ from django.conf import settings
 
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
+from feeds.venues.upstox_startup import upstox_token_startup_tasks
 from orders.startup import orders_startup_tasks
 from processor.startup import processor_startup_tasks
 from recovery.startup import recovery_startup_tasks
@@ -48,6 +49,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     tasks += redis_publisher_startup_tasks()
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()
+    tasks += upstox_token_startup_tasks()
     tasks += metrics_startup_tasks()
     tasks += orders_startup_tasks()
     if periodic_jobs:

@@ -225,3 +225,97 @@ def test_instruments_file_tick_sizes_are_paise_turned_into_rupees() -> None:
     ]
     with pytest.raises(ParseError):
         upstox.parse_instruments(b"\x1f\x8b not really gzip")
+
+
+# --- recovery's analytics token -------------------------------------------------------------
+
+class FakeAccessToken:
+    def __init__(self, secret: str) -> None:
+        self._secret = secret
+        self.fingerprint = f"fp-{secret}"
+
+    def reveal(self) -> str:
+        return self._secret
+
+
+class FakeTokenSource:
+    """Stands in for recovery's TokenSource: hands out a token, records invalidations."""
+
+    def __init__(self, secret: str) -> None:
+        self.token = FakeAccessToken(secret)
+        self.invalidated: list[tuple[str, str]] = []
+
+    async def await_valid_token(self) -> FakeAccessToken:
+        return self.token
+
+    async def invalidate(self, fingerprint: str, reason: str) -> None:
+        self.invalidated.append((fingerprint, reason))
+
+
+async def test_a_token_source_authorizes_the_dial(fake_http: FakeVenueHttp) -> None:
+    fake_http.serve("GET", "/v3/feed/market-data-feed/authorize", b'{"status":"success","data":{"authorized_redirect_uri":"wss://x/feed?code=1"}}')
+    venue, source = upstox.UpstoxVenue(), FakeTokenSource("provisioned")
+    venue.use_token_source(source)
+    (endpoint,) = await venue.endpoints([KEY], {"trades"}, {"rest_url": fake_http.base_url})
+    assert endpoint.url == "wss://x/feed?code=1"
+    assert fake_http.requests[0].headers["Authorization"] == "Bearer provisioned"
+    assert source.invalidated == []
+
+
+async def test_a_refused_token_is_reported_back_to_its_source(fake_http: FakeVenueHttp) -> None:
+    body = b'{"status":"error","errors":[{"errorCode":"UDAPI100050","message":"Invalid token used to access API"}]}'
+    fake_http.serve("GET", "/v3/feed/market-data-feed/authorize", body, status=401)
+    venue, source = upstox.UpstoxVenue(), FakeTokenSource("stale")
+    venue.use_token_source(source)
+    with pytest.raises(RestError):
+        await venue.endpoints([KEY], {"trades"}, {"rest_url": fake_http.base_url})
+    assert source.invalidated == [("fp-stale", "UDAPI100050")]
+
+
+async def test_other_errors_do_not_invalidate_the_token(fake_http: FakeVenueHttp) -> None:
+    fake_http.serve("GET", "/v3/feed/market-data-feed/authorize", b'{"status":"error"}', status=500)
+    venue, source = upstox.UpstoxVenue(), FakeTokenSource("fine")
+    venue.use_token_source(source)
+    with pytest.raises(RestError):
+        await venue.endpoints([KEY], {"trades"}, {"rest_url": fake_http.base_url})
+    assert source.invalidated == []
+
+
+async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeypatch: pytest.MonkeyPatch) -> None:
+    from feeds.venues.upstox_startup import upstox_token_startup_tasks
+    from recovery.tokens import TokenKey, TokenKind
+    from tradingsite.runtime.core import RuntimeContext
+
+    source = FakeTokenSource("from-recovery")
+    asked: list[TokenKey] = []
+
+    class AuthState:
+        def token_source(self, key: TokenKey) -> FakeTokenSource:
+            asked.append(key)
+            return source
+
+    venue = upstox.UpstoxVenue()
+    monkeypatch.setattr(upstox, "VENUE", venue)
+    ctx = RuntimeContext()
+    ctx.resources["auth_state"] = AuthState()
+    (task,) = upstox_token_startup_tasks()
+    await task.run(ctx)
+    assert asked == [TokenKey("upstox", TokenKind.ANALYTICS)]
+    assert venue._token_source is source
+
+
+async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(monkeypatch: pytest.MonkeyPatch) -> None:
+    from feeds.venues.upstox_startup import upstox_token_startup_tasks
+    from tradingsite.runtime.core import RuntimeContext
+
+    class AuthState:
+        def token_source(self, key: object) -> None:
+            raise KeyError(key)
+
+    venue = upstox.UpstoxVenue()
+    monkeypatch.setattr(upstox, "VENUE", venue)
+    ctx = RuntimeContext()
+    ctx.resources["auth_state"] = AuthState()
+    await upstox_token_startup_tasks()[0].run(ctx)
+    with pytest.raises(LookupError):
+        await venue.endpoints([KEY], {"trades"}, {})
