@@ -15,7 +15,7 @@ from feeds.publisher import MARKET_GROUP
 from orders.models import Account, TradeSetting
 from processor.models import Strategy
 from tradingsite.asgi import application
-from tradingsite.consumers import CLOSE_STALLED, user_group
+from tradingsite.consumers import CLOSE_STALLED, DashboardConsumer, user_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
@@ -46,22 +46,37 @@ def prices(n: int) -> dict[str, Any]:
     ]}
 
 
-async def test_a_burst_of_prices_reaches_the_browser_conflated_to_the_latest(settings) -> None:
-    settings.DASHBOARD_BROWSER_INTERVAL_S = 0.2
+class FrozenClock:
+    """The consumer's monotonic clock, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_burst_of_prices_reaches_the_browser_conflated_to_the_latest(settings, monkeypatch) -> None:
+    settings.DASHBOARD_BROWSER_INTERVAL_S = 0.05
+    clock = FrozenClock()
+    monkeypatch.setattr(DashboardConsumer, "clock", staticmethod(clock))
     _, cookie = await trader("alice")
     browser = await connect(cookie)
     layer = get_channel_layer()
     try:
-        for n in range(200):
+        await layer.group_send(MARKET_GROUP, prices(0))
+        first = await browser.receive_json_from(timeout=5)  # nothing sent yet in this interval: out at once
+        assert [row["price"] for row in first["prices"]] == ["64000"]
+        await browser.send_json_to({"type": "ack", "seq": first["seq"]})
+        for n in range(1, 200):  # all inside one interval of the consumer's clock
             await layer.group_send(MARKET_GROUP, prices(n))
-        seen: list[str] = []
-        while not seen or seen[-1] != "64199":
-            message = await browser.receive_json_from(timeout=5)
-            assert message["type"] == "prices" and len(message["prices"]) == 1
-            seen.append(message["prices"][0]["price"])
-            await browser.send_json_to({"type": "ack", "seq": message["seq"]})
-        # 200 pushes in a burst: the first goes out at once, the rest fold into a few batches.
-        assert len(seen) <= 5
+        assert await browser.receive_nothing(timeout=0.3)
+        clock.now += 0.05
+        second = await browser.receive_json_from(timeout=5)
+        # 199 pushes in one interval: one row, the latest.
+        assert [row["price"] for row in second["prices"]] == ["64199"]
+        assert second["seq"] == first["seq"] + 1
+        assert await browser.receive_nothing(timeout=0.2)
     finally:
         await browser.disconnect()
 
