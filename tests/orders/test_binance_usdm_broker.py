@@ -87,3 +87,41 @@ async def test_fills_and_cancel_report_exact_numbers(venue: FakeBinanceOrders) -
         assert canceled.status == OrderStatus.CANCELED and canceled.filled_quantity == parse_fixed("0.005")
     finally:
         await broker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_entry_on_binance_then_fills_and_cancel_found_by_reconciliation(venue: FakeBinanceOrders) -> None:
+    from channels.db import database_sync_to_async
+
+    from orders.executor import ExecutorConfig, TradeExecutor
+    from orders.ledger import ledger_check
+    from orders.models import CapitalLedger, Fill, Order
+    from orders.reconciliation import reconcile_account
+    from processor.signals import SignalKind
+    from tests.orders.factories import make_setup, make_signal
+
+    setup = await database_sync_to_async(make_setup)(broker="binance-usdm", mode="sandbox", quantity="0.01", order_type="LIMIT")
+    broker = _broker(venue)
+    try:
+        executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())
+        assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000.05")) == ["placed"]
+        [client_id] = venue.orders
+        assert str(venue.orders[client_id].price) == "50000"  # a buy limit rounds down to the 0.1 tick
+        venue.execute(client_id, "0.004", "50000", commission="0.08")
+        venue.orders[client_id].status = "CANCELED"
+        result = await reconcile_account(account_id=setup.account.pk, broker=broker, prefix="ts")
+        assert result.corrections == {"ApplyFill": 1, "UpdateStatus": 1}
+        again = await reconcile_account(account_id=setup.account.pk, broker=broker, prefix="ts")
+        assert again.corrections == {}
+
+        def check() -> None:
+            order = Order.objects.get()
+            assert order.status == "CANCELED" and order.filled_quantity == parse_fixed("0.004")
+            assert Fill.objects.get().fee == parse_fixed("0.08")
+            ledger = CapitalLedger.objects.get(account=setup.account)
+            assert ledger.reserved_for_orders == 0 and ledger.reserved_for_positions == parse_fixed("200")
+            assert ledger_check(account_id=setup.account.pk).ok
+
+        await database_sync_to_async(check)()
+    finally:
+        await broker.close()

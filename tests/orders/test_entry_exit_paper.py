@@ -142,3 +142,47 @@ async def test_signal_without_trade_setting_is_recorded_not_raised(executor: Tra
     strategy = await database_sync_to_async(make_strategy)()
     assert await executor.handle(make_signal(strategy, SignalKind.ENTRY_LONG)) == ["no_trade_setting"]
     assert await database_sync_to_async(AuditEvent.objects.filter(event="signal.no_trade_setting").exists)()
+
+
+async def test_exit_cancels_the_working_entry_and_closes_only_what_filled(
+    executor: TradeExecutor, matcher: PaperMatcher
+) -> None:
+    setup = await database_sync_to_async(make_setup)(quantity="1", order_type="LIMIT", capital="100000")
+    await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "100"))
+    await matcher.consume(FeedData("sim", (tick("100", "0.4"),)))
+    assert await executor.handle(make_signal(setup.strategy, SignalKind.EXIT_LONG, "101")) == ["placed"]
+    await matcher.consume(FeedData("sim", (tick("101", "5"),)))
+
+    def check() -> None:
+        entry, exit_order = Order.objects.order_by("id")
+        assert entry.status == OrderStatus.CANCELED and entry.filled_quantity == parse_fixed("0.4")
+        assert exit_order.quantity == parse_fixed("0.4") and exit_order.status == OrderStatus.FILLED
+        position = Position.objects.get()
+        assert position.state == Position.State.CLOSED
+        ledger = _ledger(setup.account.pk)
+        assert ledger.reserved_for_orders == ledger.reserved_for_positions == 0
+        # 0.4 bought at 100 (maker 2 bps), sold at 101 (taker 4 bps)
+        fees = parse_fixed("0.008") + parse_fixed("0.01616")
+        assert ledger.realized_pnl == parse_fixed("0.4") - fees
+        assert ledger_check(account_id=setup.account.pk).ok
+
+    await database_sync_to_async(check)()
+
+
+async def test_a_short_gains_when_the_price_falls(executor: TradeExecutor, matcher: PaperMatcher) -> None:
+    setup = await database_sync_to_async(make_setup)(quantity="0.01")
+    await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_SHORT, "50000"))
+    await matcher.consume(FeedData("sim", (tick("50000", "1"),)))
+    await executor.handle(make_signal(setup.strategy, SignalKind.EXIT_SHORT, "49000"))
+    await matcher.consume(FeedData("sim", (tick("49000", "1"),)))
+
+    def check() -> None:
+        entry, exit_order = Order.objects.order_by("id")
+        assert (entry.side, exit_order.side) == ("SELL", "BUY")
+        ledger = _ledger(setup.account.pk)
+        fees = parse_fixed("0.2") + parse_fixed("0.196")
+        assert ledger.realized_pnl == parse_fixed("10") - fees
+        assert Position.objects.get().state == Position.State.CLOSED
+        assert ledger_check(account_id=setup.account.pk).ok
+
+    await database_sync_to_async(check)()
