@@ -260,7 +260,9 @@ def lifecycle_apply_fill(*, account_id: int, fill: BrokerFill, via_reconciliatio
     return True
 
 
-def _entry_fill(ledger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill) -> None:  # type: ignore[no-untyped-def]
+def _entry_fill(
+    ledger: CapitalLedger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill
+) -> None:
     total = order.reserved + order.reserve_released
     after = order.filled_quantity + quantity
     release = pro_rata(total, after, order.quantity) - pro_rata(total, order.filled_quantity, order.quantity)
@@ -285,7 +287,9 @@ def _entry_fill(ledger, order: Order, position: Position, quantity: int, value: 
     position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at"])
 
 
-def _exit_fill(ledger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill) -> None:  # type: ignore[no-untyped-def]
+def _exit_fill(
+    ledger: CapitalLedger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill
+) -> None:
     held = position.quantity
     closing = min(quantity, held)
     if closing <= 0:
@@ -336,7 +340,7 @@ def lifecycle_order_update(*, account_id: int, broker_order: BrokerOrder, via_re
     return True
 
 
-def _end_order(ledger, order: Order, status: str, *, via_reconciliation: bool) -> None:  # type: ignore[no-untyped-def]
+def _end_order(ledger: CapitalLedger, order: Order, status: str, *, via_reconciliation: bool) -> None:
     unfilled = order.reserved
     ledger_service.ledger_release(
         ledger=ledger, amount=unfilled, client_order_id=order.client_order_id, reason=f"order {status.lower()}"

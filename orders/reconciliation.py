@@ -156,14 +156,14 @@ def diff(local: LocalState, venue: VenueReport) -> list[Correction]:
         new_fill_qty[key] = new_fill_qty.get(key, 0) + correction.fill.quantity
     statuses: list[Correction] = []
     missing: list[Correction] = []
-    for order in local.working:
-        report = ours.get(order.client_order_id)
+    for mine in local.working:
+        report = ours.get(mine.client_order_id)
         if report is None:
-            if venue.looked_up.get(order.client_order_id, _absent) is None:
-                missing.append(MissingAtBroker(order.client_order_id))
+            if venue.looked_up.get(mine.client_order_id, _absent) is None:
+                missing.append(MissingAtBroker(mine.client_order_id))
             continue
-        filled_after = order.filled_quantity + new_fill_qty.get(order.exchange_order_id, 0)
-        changed = report.status in ENDED or (order.status == OrderStatus.NEW and report.status != OrderStatus.NEW)
+        filled_after = mine.filled_quantity + new_fill_qty.get(mine.exchange_order_id, 0)
+        changed = report.status in ENDED or (mine.status == OrderStatus.NEW and report.status != OrderStatus.NEW)
         # An ended order whose fills are not all in yet waits a pass: releasing now would
         # release capital a late fill still needs.
         if changed and filled_after == report.filled_quantity:

@@ -5,13 +5,15 @@ the user, so a user can never reach another's orders, positions, ledger or audit
 """
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 
 from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position
 
-AnyUser = AbstractBaseUser | AnonymousUser
+AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
 
 
 def accounts_for_user(user: AnyUser) -> QuerySet[Account]:
