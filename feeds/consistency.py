@@ -5,6 +5,11 @@ so a trade fetched twice (a shared window boundary, a live frame that REST also
 returned) is delivered once. The checkpoint is the last accepted trade, stored whole
 (a MarketData already carries a consistent symbol, id, time, price and size), and only
 an accepted trade moves it: a duplicate or a rejected trade changes nothing.
+
+Trade ids that are decimal integers increase per symbol on every venue here (Binance
+aggregate ids, bitFlyer execution ids), so a numeric id at or below the checkpoint's
+is a repeat however old; other ids (KuCoin's hex trade ids) are remembered in a
+bounded window.
 """
 from __future__ import annotations
 
@@ -48,14 +53,17 @@ class TradeStreamState:
     def has_seen(self, trade_id: str) -> bool:
         return trade_id in self._seen
 
-    def _accept(self, trade: MarketData) -> None:
-        if trade.trade_id is not None:
+    def _accept(self, trade: MarketData, key: int | None) -> None:
+        trade_id = trade.trade_id
+        if trade_id is not None and key is None:
+            # Only ids that are not increasing numbers need the window: for numeric ids the
+            # checkpoint comparison already catches every repeat.
             if len(self._window) == self._capacity:
                 self._seen.discard(self._window.popleft())
-            self._window.append(trade.trade_id)
-            self._seen.add(trade.trade_id)
+            self._window.append(trade_id)
+            self._seen.add(trade_id)
         self._last_trade = trade
-        self._last_key = _order_key(trade.trade_id)
+        self._last_key = key
 
 
 class TradeStreamStateStoreProtocol(Protocol):
@@ -121,16 +129,19 @@ class TradeStreamConsistencyController:
             raise TradeRejected(f"impossible trade {trade}")
         state = self._store._get_or_create(trade.symbol)
         trade_id = trade.trade_id
+        key = None
         if trade_id is not None:
-            if state.has_seen(trade_id):
+            if trade_id.isdigit():
+                key = int(trade_id)
+                last_key = state._last_key
+                if last_key is not None and key <= last_key:
+                    # At or before the checkpoint: already delivered.
+                    self.stats.duplicates += 1
+                    return None
+            elif state.has_seen(trade_id):
                 self.stats.duplicates += 1
                 return None
-            last_key = state._last_key
-            if last_key is not None and trade_id.isdigit() and int(trade_id) <= last_key:
-                # Older than the checkpoint but gone from the window: already delivered.
-                self.stats.duplicates += 1
-                return None
-        state._accept(trade)
+        state._accept(trade, key)
         self.stats.accepted += 1
         return trade
 
@@ -138,4 +149,4 @@ class TradeStreamConsistencyController:
         """Seed a symbol's checkpoint from its persisted copy (process start only)."""
         state = self._store._get_or_create(trade.symbol)
         if state.last_trade is None:
-            state._accept(trade)
+            state._accept(trade, _order_key(trade.trade_id))

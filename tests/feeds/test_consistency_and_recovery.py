@@ -1,6 +1,7 @@
 """Seed 001 section 18: checkpoint state, window planning and recovery invariants."""
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 
 import pytest
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feeds.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStore
+from feeds.market import MarketData
 from feeds.recovery import (
     KnownHoleSpan, RuntimeRecoveryCoordinator, RuntimeRecoveryProtocol, TradeRecoveryController, ns_to_ms,
 )
@@ -191,3 +193,17 @@ def test_coordinator_satisfies_the_runtime_recovery_protocol() -> None:
 def test_tiny_windows_still_cover_the_range_exactly() -> None:
     windows = TradeRecoveryWindowPlanner(1).build_windows("BTCUSDT", 10, 15)
     assert [(w.start_time, w.end_time) for w in windows] == [(10, 11), (11, 12), (12, 13), (13, 14), (14, 15)]
+
+
+def test_non_numeric_ids_are_deduplicated_within_the_bounded_window() -> None:
+    consistency = _controller(window=2)
+    def hex_trade(trade_id: str) -> MarketData:
+        return dataclasses.replace(trade(1), trade_id=trade_id)
+
+    assert consistency.accept(hex_trade("5c9dcf41a")) is not None
+    assert consistency.accept(hex_trade("5c9dcf41a")) is None
+    assert consistency.accept(hex_trade("0a9dcf41b")) is not None
+    assert consistency.accept(hex_trade("ff9dcf41c")) is not None
+    # The first id has left the two-id window: it is no longer recognised.
+    assert consistency.accept(hex_trade("5c9dcf41a")) is not None
+    assert consistency.stats.duplicates == 1
