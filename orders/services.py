@@ -88,6 +88,10 @@ def summarize(results: list[ReconcileResult]) -> str:
     return text
 
 
+class CapitalInvariantViolated(RuntimeError):
+    """A reconciliation pass found a ledger that does not add up; the job reports DEGRADED with it."""
+
+
 def reconcile_accounts() -> str:
     """One pass from a Celery worker or the embedded periodic runner; builds and closes its own brokers.
 
@@ -96,17 +100,22 @@ def reconcile_accounts() -> str:
     thread instead of deadlocking on it.
     """
 
-    async def run() -> str:
+    async def run() -> list[ReconcileResult]:
         auth_state = await _auth_state_for_worker()
         registry = broker_registry_from_settings(auth_state=auth_state)
         try:
-            return summarize(await reconcile_all(registry=registry, timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S))
+            results = await reconcile_all(registry=registry, timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S)
         finally:
             await registry.close()
             for provisioned in auth_state.provisioned.values():
                 await provisioned.stop()
+        return results
 
-    return async_to_sync(run)()
+    results = async_to_sync(run)()
+    summary = summarize(results)
+    if any(result.invariant_problems for result in results):
+        raise CapitalInvariantViolated(summary)
+    return summary
 
 
 async def _auth_state_for_worker() -> Any:

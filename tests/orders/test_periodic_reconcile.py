@@ -31,3 +31,16 @@ async def test_the_periodic_job_adopts_an_orphan_from_the_database_thread() -> N
     assert await database_sync_to_async(Order.objects.filter(client_order_id=spec.client_order_id).exists)()
     health = await database_sync_to_async(ComponentHealth.objects.get)(component="job:orders-reconcile")
     assert health.status == "HEALTHY"
+
+
+async def test_a_ledger_that_does_not_add_up_turns_the_job_degraded() -> None:
+    from orders.models import CapitalLedger
+    from orders.services import CapitalInvariantViolated
+
+    setup = await database_sync_to_async(make_setup)()
+    # A write that bypassed the ledger service: the journal no longer explains the field.
+    await database_sync_to_async(CapitalLedger.objects.filter(account=setup.account).update)(reserved_for_orders=5)
+    with pytest.raises(CapitalInvariantViolated):
+        await database_sync_to_async(reconcile_accounts)()
+    health = await database_sync_to_async(ComponentHealth.objects.get)(component="job:orders-reconcile")
+    assert health.status == "DEGRADED" and "reserved_for_orders" in health.reason
