@@ -49,8 +49,8 @@ def test_stream_counts_and_skips_malformed_frames_and_sets_duration_since_last()
     stream = FeedStream(FeedSpec("sim", "simulated", {}, SPECS), VENUE, fanout, board, clock_ns=lambda: 5)
     good = b'{"e":"trade","s":"BTC-USD","t":%d,"p":"1.5","q":"1","T":%d,"m":false}'
     events = stream.parse_batch([
-        good % (1, 1000), b"{not json", b'{"e":"trade","s":"BTC-USD"}', good % (2, 1250),
-        b'{"e":"trade","s":"X","t":1,"p":"1e3","q":"1","T":1,"m":false}',
+        good % (1, 1_732_924_800_000), b"{not json", b'{"e":"trade","s":"BTC-USD"}', good % (2, 1_732_924_800_250),
+        b'{"e":"trade","s":"X","t":1,"p":"1e3","q":"1","T":1732924800000,"m":false}',
     ])
     assert [e.trade_id for e in events] == ["1", "2"]
     assert events[0].duration_since_last_ns is None
