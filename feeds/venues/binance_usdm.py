@@ -28,7 +28,7 @@ from feeds.venues.base import (
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import fixed, fixed_positive, ms_to_ns
+from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
 from feeds.venues.settings import base_url, clean_exchange_settings
 
 NAME = "binance-usdm"
@@ -157,7 +157,20 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
             payload = _decode_raw_or_reply(frame)
             if payload is None:
                 return []
-        return _events(payload, received_ns)
+        # The hottest lines of the feed: positional construction, in field order, and
+        # the checks inline rather than behind helper calls.
+        if isinstance(payload, AggTrade):
+            price, volume, ts_event = fixed(payload.p), fixed(payload.q), payload.T * 1_000_000
+            if price <= 0 or volume <= 0 or not MIN_TS_NS <= ts_event < MAX_TS_NS:
+                raise ParseError("number", f"aggTrade {payload.a}: price, quantity or time out of range")
+            # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side):
+            # m = the buyer is the maker, so the seller was the aggressor.
+            return [make_trade(payload.s, price, volume, ts_event, received_ns, str(payload.a), _SELL if payload.m else _BUY)]
+        if isinstance(payload, MarkPriceUpdate):
+            return [_mark_price(payload, received_ns)]
+        if isinstance(payload, BookTickerEvent):
+            return [_book_ticker(payload, received_ns)]
+        return [_mark_price(update, received_ns) for update in payload]  # !markPrice@arr
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
 
@@ -178,35 +191,17 @@ def _decode_raw_or_reply(frame: bytes) -> Payload | None:
         return None
 
 
-def _events(payload: Payload, received_ns: int) -> list[MarketEvent]:
-    if isinstance(payload, AggTrade):
-        # Positional, in MarketData's field order: this is the hottest line of the feed.
-        return [make_trade(
-            payload.s,  # symbol
-            fixed_positive(payload.p),  # price
-            fixed_positive(payload.q),  # volume
-            ms_to_ns(payload.T),  # ts_event
-            received_ns,  # ts_recv
-            str(payload.a),  # trade_id
-            _SELL if payload.m else _BUY,  # side: m = buyer is maker, so the seller hit
-        )]
-    if isinstance(payload, BookTickerEvent):
-        return [_book_ticker(payload, received_ns)]
-    if isinstance(payload, MarkPriceUpdate):
-        return [_mark_price(payload, received_ns)]
-    return [_mark_price(update, received_ns) for update in payload]  # !markPrice@arr
-
-
 def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
+    mark, ts_event = fixed(update.p), update.E * 1_000_000
+    index = fixed(update.i) if update.i else None
+    if mark <= 0 or (index is not None and index <= 0) or not MIN_TS_NS <= ts_event < MAX_TS_NS:
+        raise ParseError("number", f"markPrice {update.s}: price or time out of range")
+    # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price, funding_rate, next_funding_ns);
+    # an empty rate means "no funding" (delivery contracts): absent, never zero.
     return make_mark_price(
-        symbol=update.s,
-        mark_price=fixed_positive(update.p),
-        ts_event=ms_to_ns(update.E),
-        ts_recv=received_ns,
-        index_price=fixed_positive(update.i) if update.i else None,
-        # An empty rate means "no funding" (delivery contracts): absent, never zero.
-        funding_rate=fixed(update.r) if update.r else None,
-        next_funding_ns=ms_to_ns(update.T) if update.T else None,
+        update.s, mark, ts_event, received_ns, index,
+        fixed(update.r) if update.r else None,
+        ms_to_ns(update.T) if update.T else None,
     )
 
 
