@@ -131,7 +131,7 @@ class TickRecorder:
         instruments = self._instruments
         added = 0
         for event in batch.events:
-            if event.kind != "trade":  # the recorder keeps trades; other event kinds are not ticks
+            if type(event) is not MarketData:  # marks, quotes and funding are not ticks
                 continue
             key = instruments.get((feed, event.symbol))
             if key is None:

@@ -186,3 +186,14 @@ async def test_recorder_as_fanout_consumer_records_every_published_tick() -> Non
         await asyncio.gather(*tasks, return_exceptions=True)
     ids = await database_sync_to_async(lambda: list(Tick.objects.order_by("pk").values_list("trade_id", flat=True)))()
     assert ids == [str(i) for i in range(1, 1001)]
+
+
+async def test_events_that_are_not_trades_are_not_recorded() -> None:
+    from feeds.market import MarkPrice
+
+    writer = ListWriter()
+    recorder = TickRecorder(writer, KEYS, batch_size=10, run_sync=_direct)
+    mark = MarkPrice(symbol="BTCUSDT", mark_price=10**8, ts_event=1, ts_recv=2)
+    recorder.offer(FeedData("f", (mark, trade(1))))
+    await recorder.close()
+    assert [row[6] for row in writer.rows] == ["1"] and recorder.stats.unknown_symbol == 0
