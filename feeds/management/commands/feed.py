@@ -41,7 +41,7 @@ class Command(BaseCommand):
         add.add_argument("--symbols", required=True, help="Venue symbols, comma-separated (BTCUSDT,ETHUSDT).")
         add.add_argument("--ws-url", help="Replace the venue's websocket base URL (testnet, local fake).")
         add.add_argument("--rest-url", help="Replace the venue's REST base URL.")
-        add.add_argument("--market-type", choices=[c.value for c in MarketType])
+        add.add_argument("--market-type", choices=MarketType.values)
         add.add_argument("--tick-size", default="0.00000001", help="Informational price tick (default 1e-8).")
         add.add_argument("--lot-size", default="0.00000001", help="Informational quantity step (default 1e-8).")
         add.add_argument("--disabled", action="store_true", help="Create it disabled.")
