@@ -6,6 +6,7 @@ does that.
 """
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from feeds.transport import TransportSettings, WebSocketConnection, dial
 from feeds.venues.base import Endpoint, ExchangeVenue, FeedSpec, TradeHistoryVenue
 from feeds.window_planner import DEFAULT_MAX_WINDOW_MS
 from tradingsite.health import HealthBoard
+
+log = logging.getLogger(__name__)
 
 TRADES = "trades"
 # Ask REST for a little less than the venue keeps: the request is built a moment before
@@ -68,7 +71,14 @@ async def build_feed_streams(
 ) -> list[SupervisedStream]:
     """Return one SupervisedStream per endpoint of the feed's trade subscriptions."""
     symbols = [instrument.venue_symbol for instrument in spec.instruments]
-    plan = await venue.endpoints(symbols, [TRADES], spec.settings)
+    try:
+        plan = await venue.endpoints(symbols, [TRADES], spec.settings)
+    except Exception as exc:
+        # A venue whose endpoint needs a REST bootstrap (KuCoin's bullet, Upstox's
+        # authorized URL) may be unreachable at start: run one stream, which asks again
+        # on every dial behind its backoff and breaker, instead of failing the process.
+        log.warning("feed %s: endpoint plan unavailable at start (%s); one stream for all symbols", spec.name, exc)
+        plan = [Endpoint(url="", subscribe=())]
     streams = []
     for index, endpoint in enumerate(plan):
         carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]

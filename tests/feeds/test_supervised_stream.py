@@ -5,12 +5,14 @@ import asyncio
 import random
 
 from feeds.breaker import BreakerState
+from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+from feeds.venues import get_venue
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.stream_harness import (
-    FAST_POLICY, delivered_trades, expected_trades, start_streams, stop, with_policy,
+    FAST_POLICY, Collector, delivered_trades, expected_trades, feed_spec, start_streams, stop, with_policy,
 )
 from tests.helpers import async_eventually
-from tradingsite.health import Status
+from tradingsite.health import HealthBoard, Status
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -156,3 +158,41 @@ async def test_backoff_delays_of_streams_are_not_in_lockstep() -> None:
             backoff = streams[0]._backoff  # noqa: SLF001 - the delays are what is under test
             delays.append([backoff.next_delay() for _ in range(4)])
         assert len({tuple(round(d, 9) for d in row) for row in delays}) == 3
+
+
+async def test_a_venue_unreachable_at_start_gets_one_stream_that_keeps_asking_for_its_endpoint() -> None:
+    adapter = get_venue("binance-usdm")
+    calls = []
+
+    class FlakyEndpoints:
+        """The real adapter, except that its endpoint plan fails until told otherwise."""
+
+        def __init__(self) -> None:
+            self.up = False
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(adapter, name)
+
+        async def endpoints(self, symbols, channels, settings):  # type: ignore[no-untyped-def]
+            calls.append(self.up)
+            if not self.up:
+                raise ConnectionRefusedError("bootstrap REST down")
+            return await adapter.endpoints(symbols, channels, settings)
+
+    flaky = FlakyEndpoints()
+    async with FakeBinanceUsdm(make_tape(200, SYMBOLS)) as venue:
+        collector = Collector()
+        streams = await build_feed_streams(
+            feed_spec(venue, SYMBOLS), flaky, publish=collector.publish, health=HealthBoard(),  # type: ignore[arg-type]
+            limiter=None, settings=FeedStreamSettings(policy=FAST_POLICY),
+        )
+        assert len(streams) == 1
+        task = asyncio.create_task(streams[0].run())
+        try:
+            await _until(lambda: len(calls) >= 3)
+            flaky.up = True
+            await _until(lambda: venue.stats.subscribe_messages == 1)
+            venue.release(200)
+            await _all_delivered(venue, collector)
+        finally:
+            await stop([task])
