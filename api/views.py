@@ -122,13 +122,13 @@ class HealthViewSet(viewsets.ViewSet):
     permission_classes = [permissions.IsAdminUser]
     lookup_value_regex = ".+"  # component names hold ":" and "/" ("feed:sim/trades")
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(operation_id="health_list", responses={200: dict})
     def list(self, request: Request) -> Response:
         db_ok, db_reason = _database_ok()
         components = component_health_effective() if db_ok else []
         return Response(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(operation_id="health_retrieve", responses={200: dict})
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         for view in component_health_effective():
             if view.component == pk:
