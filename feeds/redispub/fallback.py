@@ -152,14 +152,30 @@ class FallbackController:
         if ref is None or key in self.active:
             return
         feed = self._catalog.feeds[ref.feed]
-        call = rest_call(get_venue(feed.venue), ref.channel, ref.venue_symbol, feed.settings)
+        try:
+            call = rest_call(get_venue(feed.venue), ref.channel, ref.venue_symbol, feed.settings)
+        except ValueError as exc:  # the venue module refused to build the request
+            self.unavailable[key] = f"REST request refused: {exc}"[:300]
+            return
         if call is None:
             if key not in self.unavailable:
                 log.warning("redis-fallback: %s expired and %s has no REST endpoint for %s", key, feed.venue, ref.channel)
             self.unavailable[key] = f"no REST fallback for {ref.channel} on {feed.venue}"
             return
         log.warning("redis-fallback: %s expired; polling REST", key)
-        self.active[key] = asyncio.create_task(self._poll(key, ref, call), name=f"redis-fallback:{key}")
+        task = asyncio.create_task(self._poll(key, ref, call), name=f"redis-fallback:{key}")
+        task.add_done_callback(lambda done: self._poller_done(key, done))
+        self.active[key] = task
+
+    def _poller_done(self, key: str, task: asyncio.Task[None]) -> None:
+        # A poller ends only by cancellation; anything else is a bug that must not leave
+        # the key looking "on REST" while nothing polls it.
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("redis-fallback: poller of %s failed", key, exc_info=task.exception())
+        if self.active.get(key) is task:
+            del self.active[key]
+        self.unavailable[key] = f"REST poller failed: {task.exception()!r}"[:300]
 
     async def watch_expiries(self, redis: Redis) -> None:
         """Turn expired-key notifications for this prefix into `key_missing`, forever."""
