@@ -196,3 +196,41 @@ async def test_a_venue_unreachable_at_start_gets_one_stream_that_keeps_asking_fo
             await _all_delivered(venue, collector)
         finally:
             await stop([task])
+
+
+async def test_rest_down_past_the_retry_budget_records_a_known_hole_and_resumes_live() -> None:
+    holes: list[tuple[str, str, int, int, str]] = []
+
+    async def hole_sink(feed: str, symbol: str, start_ns: int, end_ns: int, reason: str) -> None:
+        holes.append((feed, symbol, start_ns, end_ns, reason))
+
+    async with FakeBinanceUsdm(make_tape(900, ("BTCUSDT",))) as venue:
+        streams, tasks, collector, health = await start_streams(
+            venue, ("BTCUSDT",), policy=with_policy(recovery_attempts=3), hole_sink=hole_sink
+        )
+        try:
+            await _until(lambda: venue.stats.subscribe_messages == 1)
+            venue.release(300)
+            await _until(lambda: len(collector.trades) == 300)
+            venue.rest_down(True)
+            venue.refuse_connections(True)
+            venue.close_connections()
+            venue.release(300)  # lost for good: REST will not answer
+            await _until(lambda: venue.stats.refused >= 1)
+            venue.refuse_connections(False)
+            await _until(lambda: len(holes) == 1)
+            assert venue.stats.rest_refused >= 3
+            await _until(lambda: venue.stats.subscribe_messages >= 4)
+            subscribed = venue.stats.subscribe_messages
+            await _until(lambda: venue.open_connections == 1 and venue.stats.subscribe_messages == subscribed)
+            await asyncio.sleep(0.05)
+            venue.release(300)
+            await _until(lambda: len(collector.trades) == 600)
+        finally:
+            await stop(tasks)
+    [(feed, symbol, start_ns, end_ns, reason)] = holes
+    assert (feed, symbol) == ("bin", "BTCUSDT") and "gap recovery failed 3 times" in reason
+    assert start_ns == venue.executed[299].ts_ms * 1_000_000 and end_ns >= venue.executed[599].ts_ms * 1_000_000
+    assert [t.trade_id for t in collector.trades] == [str(e.trade.agg_id) for e in venue.executed[:300] + venue.executed[600:]]
+    stream_health = health.get("feed:bin/ws0")
+    assert stream_health is not None and stream_health.status is Status.DEGRADED and "known hole" in stream_health.reason
