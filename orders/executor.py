@@ -130,7 +130,7 @@ class TradeExecutor:
                 event="signal.no_trade_setting",
                 account_id=None,
                 strategy_id=signal.strategy_id,
-                message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: no enabled trade setting",
+                message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: no enabled trade setting (or unknown instrument)",
             )
             self._count("no_trade_setting")
             return ["no_trade_setting"]
