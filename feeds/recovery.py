@@ -103,16 +103,24 @@ class RuntimeRecoveryCoordinator:
         self._controller = controller
         self._retention_ms = retention_ms
 
-    async def recover(self, symbol: str, recovery_end_time: int) -> TradeRecoveryResult:
+    async def recover(
+        self, symbol: str, recovery_end_time: int, *, start_if_no_checkpoint: int | None = None,
+    ) -> TradeRecoveryResult:
         """Recover [checkpoint time, recovery_end_time] of `symbol`; empty when there is no checkpoint.
 
+        `start_if_no_checkpoint` (Unix ms) lets the lifecycle owner recover a symbol that
+        has had no trade yet since the stream first subscribed; the coordinator still
+        creates no state itself (the consistency layer does, on the first accepted trade).
         Errors of the store, planner and controller pass through unchanged.
         """
         state = self._store.get(symbol)
         checkpoint = state.last_trade if state is not None else None
         if checkpoint is None:
-            return TradeRecoveryResult(symbol, recovery_end_time, recovery_end_time, ())
-        start = min(ns_to_ms(checkpoint.ts_event), recovery_end_time)
+            if start_if_no_checkpoint is None or start_if_no_checkpoint >= recovery_end_time:
+                return TradeRecoveryResult(symbol, recovery_end_time, recovery_end_time, ())
+            start = start_if_no_checkpoint
+        else:
+            start = min(ns_to_ms(checkpoint.ts_event), recovery_end_time)
         hole = None
         if self._retention_ms is not None and recovery_end_time - start > self._retention_ms:
             reachable = recovery_end_time - self._retention_ms

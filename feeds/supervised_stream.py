@@ -131,6 +131,9 @@ class SupervisedStream:
         self.closers: list[Callable[[], Awaitable[None]]] = []
         self._pending: list[MarketEvent] = []
         self._flush_scheduled = False
+        # When the stream first subscribed (Unix ms): a symbol with no trade yet is
+        # recovered from here, so its first trades cannot fall into a reconnect.
+        self._first_subscribed_ms: int | None = None
 
     @property
     def breaker(self) -> CircuitBreaker:
@@ -180,6 +183,8 @@ class SupervisedStream:
         """Connect and subscribe, retrying with jittered backoff behind the breaker."""
         supervisor = self._graph.supervisor
         while True:
+            # Trades from here on are the stream's to deliver, checkpoint or not.
+            attempt_started_ms = ns_to_ms(self._clock_ns())
             if not self._breaker.allow_attempt():
                 status, reason = self._breaker.health()
                 self._report(status, reason)
@@ -211,6 +216,8 @@ class SupervisedStream:
         self.stats.connects += 1
         self._breaker.record_success()
         self._backoff.reset()
+        if self._first_subscribed_ms is None:
+            self._first_subscribed_ms = attempt_started_ms
 
     def _connected(self) -> bool:
         current = self._session.current
@@ -272,7 +279,7 @@ class SupervisedStream:
         coordinator = self._graph.recovery_coordinator
         try:
             for symbol in self._symbols:
-                result = await coordinator.recover(symbol, end_ms)
+                result = await coordinator.recover(symbol, end_ms, start_if_no_checkpoint=self._first_subscribed_ms)
                 self.stats.recovered += len(result.recovered_trades)
                 if result.hole is not None:
                     await self._record_hole(result.hole, "older than the venue's trade history")

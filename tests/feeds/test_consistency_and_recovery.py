@@ -207,3 +207,14 @@ def test_non_numeric_ids_are_deduplicated_within_the_bounded_window() -> None:
     # The first id has left the two-id window: it is no longer recognised.
     assert consistency.accept(hex_trade("5c9dcf41a")) is not None
     assert consistency.stats.duplicates == 1
+
+
+async def test_a_symbol_without_checkpoint_is_recovered_from_the_given_start_and_state_comes_from_acceptance() -> None:
+    consistency = _controller()
+    history = ListHistory([trade(1, ts_ms=BASE_MS + 100), trade(2, ts_ms=BASE_MS + 200)])
+    coordinator = _coordinator(history, consistency)
+    result = await coordinator.recover("BTCUSDT", BASE_MS + 500, start_if_no_checkpoint=BASE_MS)
+    assert [t.trade_id for t in result.recovered_trades] == ["1", "2"]
+    assert consistency.store.get("BTCUSDT").last_trade_id == "2"  # type: ignore[union-attr]
+    empty = await coordinator.recover("ETHUSDT", BASE_MS + 500, start_if_no_checkpoint=BASE_MS + 500)
+    assert empty.recovered_trades == () and consistency.store.get("ETHUSDT") is None

@@ -234,3 +234,25 @@ async def test_rest_down_past_the_retry_budget_records_a_known_hole_and_resumes_
     assert [t.trade_id for t in collector.trades] == [str(e.trade.agg_id) for e in venue.executed[:300] + venue.executed[600:]]
     stream_health = health.get("feed:bin/ws0")
     assert stream_health is not None and stream_health.status is Status.DEGRADED and "known hole" in stream_health.reason
+
+
+async def test_first_trades_of_a_symbol_executed_during_a_reconnect_are_recovered() -> None:
+    from tests.fakes.binance_usdm import TapeTrade
+
+    btc = make_tape(200, ("BTCUSDT",))
+    eth = [TapeTrade("ETHUSDT", 9000 + n, "3400.5", "1.25", n % 2 == 0) for n in range(50)]
+    async with FakeBinanceUsdm(btc[:100] + eth + btc[100:]) as venue:
+        streams, tasks, collector, _ = await start_streams(venue, SYMBOLS)
+        try:
+            await _until(lambda: venue.stats.subscribe_messages == 1)
+            venue.release(100)
+            await _until(lambda: len(collector.trades) == 100)
+            venue.refuse_connections(True)
+            venue.close_connections()
+            venue.release(50)  # ETHUSDT's first trades ever, while nobody listens
+            await _until(lambda: venue.stats.refused >= 1)
+            venue.refuse_connections(False)
+            venue.release(100)
+            await _all_delivered(venue, collector)
+        finally:
+            await stop(tasks)
