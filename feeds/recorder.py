@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping, Sequence
 
 from feeds.market import FeedData, MarketData, Side
+from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
 from feeds.tick_writer import CheckpointRow, TickRow, TickWriter
 from tradingsite.health import HealthBoard, Status
 
@@ -120,6 +121,7 @@ class TickRecorder:
         """Buffer `batch`; when the buffer cannot take all of it, drop it whole and count it."""
         if self._buffered + len(batch.events) > self._capacity:
             self.stats.overflow += len(batch.events)
+            RECORDER_OVERFLOW.inc(len(batch.events))
             self._report(Status.DEGRADED, f"buffer full: {self.stats.overflow} ticks dropped")
             now = self._clock()
             if now - self._last_overflow_log >= 10.0:
@@ -176,12 +178,14 @@ class TickRecorder:
                     await self._run_sync(self._writer.write, pending.rows, pending.checkpoints())
                 except Exception as exc:  # the database may come back: keep the rows, retry later
                     self.stats.write_failures += 1
+                    RECORDER_WRITE_FAILURES.inc()
                     self._report(Status.DEGRADED, f"write failed, retrying: {exc}")
                     log.warning("recorder: write of %d ticks failed: %s", len(pending.rows), exc)
                     return False
                 self._sealed.popleft()
                 self._buffered -= len(pending.rows)
                 self.stats.recorded += len(pending.rows)
+                RECORDER_WRITTEN.inc(len(pending.rows))
                 self.stats.flushes += 1
             if not self.stats.overflow:
                 self._report(Status.HEALTHY, "recording")

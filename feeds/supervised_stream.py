@@ -32,6 +32,7 @@ from feeds.market import FeedData, MarketData, MarketEvent
 from feeds.metrics import FRAMES_MALFORMED, TICKS_RECEIVED
 from feeds.recovery import KnownHoleSpan, ns_to_ms
 from feeds.socket_session import SocketSession
+from feeds.stream_metrics import STREAM_CONNECT_FAILURES, STREAM_CONNECTS, STREAM_KNOWN_HOLES, STREAM_RECOVERED
 from feeds.stream_composition import TradeStreamRuntimeComposition
 from feeds.supervisor import SupervisorState
 from feeds.venues.base import ParseError, StreamState, Venue
@@ -205,6 +206,7 @@ class SupervisedStream:
                 elif not await supervisor.handle_connection_lost():
                     continue
             except Exception as exc:
+                STREAM_CONNECT_FAILURES.labels(self.feed).inc()
                 self._breaker.record_failure(f"{type(exc).__name__}: {exc}")
                 delay = self._backoff.next_delay()
                 status, reason = self._breaker.health()
@@ -214,6 +216,7 @@ class SupervisedStream:
                 continue
             break
         self.stats.connects += 1
+        STREAM_CONNECTS.labels(self.feed).inc()
         self._breaker.record_success()
         self._backoff.reset()
         if self._first_subscribed_ms is None:
@@ -281,6 +284,7 @@ class SupervisedStream:
             for symbol in self._symbols:
                 result = await coordinator.recover(symbol, end_ms, start_if_no_checkpoint=self._first_subscribed_ms)
                 self.stats.recovered += len(result.recovered_trades)
+                STREAM_RECOVERED.labels(self.feed).inc(len(result.recovered_trades))
                 if result.hole is not None:
                     await self._record_hole(result.hole, "older than the venue's trade history")
         except Exception as exc:
@@ -307,6 +311,7 @@ class SupervisedStream:
     async def _record_hole(self, hole: KnownHoleSpan, reason: str) -> None:
         self._holes.append(hole)
         self.stats.holes += 1
+        STREAM_KNOWN_HOLES.labels(self.feed).inc()
         log.error("feed %s: known hole in %s from %d to %d ms: %s",
                   self.component, hole.symbol, hole.start_time, hole.end_time, reason)
         if self._hole_sink is not None:

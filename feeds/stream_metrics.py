@@ -1,0 +1,12 @@
+"""Prometheus metrics of supervised streams and the recorder."""
+from prometheus_client import Counter
+
+STREAM_CONNECTS = Counter("feed_stream_connects_total", "Successful (re)connects of a supervised stream", ["feed"])
+STREAM_CONNECT_FAILURES = Counter(
+    "feed_stream_connect_failures_total", "Failed connect attempts of a supervised stream", ["feed"]
+)
+STREAM_RECOVERED = Counter("feed_stream_recovered_trades_total", "Trades recovered over REST after a gap", ["feed"])
+STREAM_KNOWN_HOLES = Counter("feed_stream_known_holes_total", "Gaps recorded as known holes", ["feed"])
+RECORDER_WRITTEN = Counter("recorder_ticks_written_total", "Ticks committed to the database")
+RECORDER_OVERFLOW = Counter("recorder_ticks_dropped_total", "Ticks dropped because the recorder buffer was full")
+RECORDER_WRITE_FAILURES = Counter("recorder_write_failures_total", "Failed batch writes (rows kept, retried)")
