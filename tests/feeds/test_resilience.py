@@ -101,3 +101,14 @@ def test_registry_shares_one_limiter_per_venue() -> None:
     assert registry.for_venue("binance-usdm") is registry.for_venue("binance-usdm")
     assert registry.for_venue("binance-usdm") is not registry.for_venue("bitflyer")
     assert registry.for_venue("binance-usdm").limits.rest_weight == 2400
+
+
+def test_default_settings_detect_a_half_open_connection_within_thirty_seconds() -> None:
+    from feeds.stream_settings import feed_stream_settings
+
+    transport = feed_stream_settings().transport
+    # Worst case: the connection goes half-open just after a pong; the next ping leaves
+    # one interval later and is given up on after the timeout, then the close times out.
+    worst_case_s = transport.ping_interval_s + transport.ping_timeout_s + transport.close_timeout_s
+    assert worst_case_s < 30
+    assert feed_stream_settings().policy.breaker_threshold == 10
