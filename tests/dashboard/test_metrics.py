@@ -134,3 +134,37 @@ def test_internal_health_fields_follow_seed_003() -> None:
 def test_a_loop_this_deployment_does_not_run_is_null_not_failing() -> None:
     report = build_report(database_ok=True, database_reason="ok", components=[], families=[])
     assert report["tradingLoopHealthy"] is None and report["readiness"] is True and report["reconciliationLastRun"] is None
+
+
+def test_a_runfeed_process_serves_its_own_metrics_endpoint(tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    from tests.helpers import eventually
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR")}
+    env.update({"VAR_DIR": str(tmp_path / "var"), "RUNTIME_METRICS_PORT": str(port), "DEMO_PASSWORD": "pw-long-enough-123"})
+    for args in (["migrate", "--noinput", "-v0"], ["loaddemo"]):
+        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=180, capture_output=True)
+    feed = subprocess.Popen([sys.executable, "manage.py", "runfeed", "--feed", "sim"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def scrape() -> str | None:
+            assert feed.poll() is None, "runfeed exited early"
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            except OSError:
+                return None
+            return text if 'feed_ticks_received_total{feed="sim"' in text and 'component="feed:sim"' in text else None
+
+        text = eventually(scrape, timeout_s=60, interval_s=0.5)
+        exported = families(text)
+        assert not sorted(set(metrics.REQUIRED_FAMILIES) - set(exported))
+        assert sample(text, "feed_ticks_received_total", venue="simulated", feed="sim") > 0
+        assert sample(text, "runtime_component_status", component="feed:sim") == 0  # HEALTHY
+    finally:
+        feed.terminate()
+        feed.wait(timeout=30)
