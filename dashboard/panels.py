@@ -29,6 +29,8 @@ class PositionRow:
     last_price: str | None
     unrealized_pnl: str | None
     unrealized_sign: int
+    cost: str  # for the browser's live mark-to-market (exact, in fixed point there too)
+    multiplier: str
 
 
 def _money(value: int | None) -> str | None:
@@ -65,6 +67,8 @@ def trading_panel(user: AbstractBaseUser) -> dict[str, Any]:
             average_price="–" if average is None else str(average), realized_pnl=fixed_to_str(position.realized_pnl),
             last_price=_money(position.last_price), unrealized_pnl=_money(pnl),
             unrealized_sign=0 if not pnl else (1 if pnl > 0 else -1),
+            cost=fixed_to_str(position.cost),
+            multiplier=fixed_to_str(fixed_from_decimal(position.instrument.contract_multiplier)),
         ))
     return {
         "positions": positions,

@@ -136,6 +136,45 @@
     }
     const state = chartFor(update.feed, update.symbol);
     if (state) addPricePoint(state, update.ts_ms / 1000, update.price);
+    markPositions(update);
+  }
+
+  // ---- live mark-to-market of open positions ---------------------------------------
+  // Exact like the server: decimal strings to fixed-point BigInt (x 10^8), notional
+  // rounded half-even once, as orders.money.notional does.
+  const SCALE = 10n ** 8n;
+  function toFixed(text) {
+    const negative = text.startsWith("-");
+    const [whole, frac = ""] = text.replace(/^[-+]/, "").split(".");
+    const value = BigInt(whole || "0") * SCALE + BigInt((frac + "00000000").slice(0, 8));
+    return negative ? -value : value;
+  }
+  function fixedToText(value) {
+    const negative = value < 0n;
+    const abs = negative ? -value : value;
+    const frac = (abs % SCALE).toString().padStart(8, "0").replace(/0+$/, "");
+    return (negative ? "-" : "") + (abs / SCALE).toString() + (frac ? "." + frac : "");
+  }
+  function divideHalfEven(numerator, divisor) {
+    const negative = numerator < 0n;
+    const abs = negative ? -numerator : numerator;
+    let quotient = abs / divisor;
+    const twice = 2n * (abs % divisor);
+    if (twice > divisor || (twice === divisor && quotient % 2n === 1n)) quotient += 1n;
+    return negative ? -quotient : quotient;
+  }
+  function markPositions(update) {
+    const rows = document.querySelectorAll(`#positions tr[data-feed="${CSS.escape(update.feed)}"][data-symbol="${CSS.escape(update.symbol)}"]`);
+    rows.forEach((row) => {
+      const value = divideHalfEven(toFixed(row.dataset.quantity) * toFixed(update.price) * toFixed(row.dataset.multiplier), SCALE * SCALE);
+      let pnl = value - toFixed(row.dataset.cost);
+      if (row.dataset.side === "SHORT") pnl = -pnl;
+      row.querySelector(".last").textContent = update.price;
+      const cell = row.querySelector(".unrealized");
+      cell.textContent = fixedToText(pnl);
+      cell.classList.toggle("up", pnl > 0n);
+      cell.classList.toggle("down", pnl < 0n);
+    });
   }
 
   // ---- signals table ------------------------------------------------------------

@@ -88,19 +88,25 @@ def test_switch_a_strategy_off_and_on_with_confirmation(site: Site, browser) -> 
     page.context.close()
 
 
+def submit_code(card, code: str) -> None:  # type: ignore[no-untyped-def]
+    """Type and submit in one browser task: a pushed prompt update re-renders the card,
+    and must not land between typing the code and pressing the button."""
+    card.locator("form.prompt-code-form").evaluate("(form, code) => { form.code.value = code; form.requestSubmit(); }", code)
+
+
 def test_submit_an_auth_code_in_the_login_prompt(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     page = open_dashboard(browser, site, "demo")
     card = page.locator("#recovery-prompts [data-recovery-token]")
     card.wait_for()
     assert "Upstox" in card.text_content()
     screenshot(page, "auth-prompt", full_page=False)
-    card.locator("input[name=code]").fill("not-a-real-code")
-    card.locator("button[type=submit]").click()
-    page.wait_for_function("el => el.textContent.trim() !== ''", arg=card.locator(".prompt-error").element_handle())
+    submit_code(card, "not-a-real-code")
+    page.wait_for_function(
+        "() => (document.querySelector('#recovery-prompts .prompt-error') || {}).textContent?.includes('authorization code')"
+    )
     assert card.count() == 1  # a wrong code keeps the prompt open with the broker's reason
 
-    card.locator("input[name=code]").fill(site.fake_upstox.log_in())
-    card.locator("button[type=submit]").click()
+    submit_code(card, site.fake_upstox.log_in())
     card.wait_for(state="detached")
     assert api(page, "/api/prompts/")["results"] == []
     assert len(site.fake_upstox.issued) == 1
