@@ -9,7 +9,8 @@ import asyncio
 import logging
 from typing import Awaitable, Callable
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from django.utils.module_loading import import_string
 
 from tradingsite.schedule import PeriodicJob, job_interval_s
@@ -23,10 +24,20 @@ async def run_periodic_job(
     """Run `job` on its cadence until cancelled; a failing run is logged, not fatal."""
     task = import_string(job.task)
     every_s = job_interval_s(job)
+
+    def run_once() -> None:
+        close_old_connections()
+        try:
+            task()
+        finally:
+            close_old_connections()
+
     while True:
         await sleep(every_s)
         try:
-            # The task records its own outcome as `job:<name>` health.
-            await database_sync_to_async(task)()
+            # A thread of its own, not Channels' shared database thread: a job may run
+            # async code itself (async_to_sync), and a long job must not hold up the
+            # runtime's own database calls. The task records its outcome as job health.
+            await sync_to_async(run_once, thread_sensitive=False)()
         except Exception:
             log.warning("jobs: %s failed; next run in %ss", job.name, every_s)
