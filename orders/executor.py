@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable, Optional
 
 from orders.db import in_db_thread
 
@@ -72,6 +72,16 @@ def _no_hook(step: str) -> None:
     return None
 
 
+# Why new entries on an account must not be placed now (a kill switch), or None. Exits
+# are never gated: positions must always be able to close. Injected by the wiring, so
+# orders does not depend on the app that owns the switches.
+EntryGate = Callable[[int], Optional[str]]
+
+
+def _never_halted(account_id: int) -> str | None:
+    return None
+
+
 class TradeExecutor:
     """Consumes signals; one task per signal, serialized per strategy and symbol so an exit precedes the next entry."""
 
@@ -82,6 +92,7 @@ class TradeExecutor:
         config: ExecutorConfig,
         health: HealthBoard | None = None,
         step_hook: StepHook = _no_hook,
+        entry_gate: EntryGate = _never_halted,
         clock_ns: Callable[[], int] = time.time_ns,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -89,6 +100,7 @@ class TradeExecutor:
         self.config = config
         self._health = health
         self._step = step_hook
+        self._entry_gate = entry_gate
         self._clock_ns = clock_ns
         self._sleep = sleep
         self._key_locks: dict[tuple[int, str], asyncio.Lock] = {}
@@ -145,6 +157,10 @@ class TradeExecutor:
         if plan.quantity <= 0:
             await self._audit("entry.rejected", plan, cid, "quantity rounds to zero at the lot size")
             return self._count("rejected", entry=True)
+        halted = await in_db_thread(self._entry_gate)(plan.account_id)
+        if halted:
+            await self._audit("entry.halted", plan, cid, halted)
+            return self._count("halted", entry=True)
         position_side = POSITION_OF[signal.kind]
         side = OrderSide.BUY if position_side == PositionSide.LONG else OrderSide.SELL
         price = round_to_step(signal.price, plan.tick_size, up=side == OrderSide.SELL)

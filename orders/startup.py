@@ -12,7 +12,7 @@ from django.conf import settings
 
 from orders.brokers.paper import PaperFees
 from orders.executor import COMPONENT as EXECUTOR_COMPONENT
-from orders.executor import ExecutorConfig, TradeExecutor
+from orders.executor import ExecutorConfig, TradeExecutor, _never_halted
 from orders.paper_matching import PaperMatcher
 from orders.reconciliation import ReconcileTracker
 from orders.services import broker_registry_from_settings, reconcile_all, summarize
@@ -71,6 +71,7 @@ def orders_startup_tasks() -> list[StartupTask]:
             broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
             config=executor_config_from_settings(),
             health=ctx.health,
+            entry_gate=ctx.resources.get("entry_gate", _never_halted),
         )
         ctx.resources["trade_executor"] = executor
         ctx.spawn("trade-executor", executor.run(hub.subscribe("trade-executor")))

@@ -31,6 +31,17 @@ def _health_reporting(role: str) -> StartupTask:
     return StartupTask("start-health-reporting", Phase.ADD_FEEDS_AND_STRATEGIES, start)
 
 
+def _entry_controls() -> StartupTask:
+    """Let the trade executor consult the dashboard's kill switches before every entry."""
+
+    async def start(ctx: RuntimeContext) -> None:
+        from dashboard.selectors import entries_halted
+
+        ctx.resources["entry_gate"] = lambda account_id: entries_halted(account_id=account_id)
+
+    return StartupTask("load-entry-controls", Phase.ADD_FEEDS_AND_STRATEGIES, start)
+
+
 def _periodic_jobs() -> StartupTask:
     async def start(ctx: RuntimeContext) -> None:
         for job in PERIODIC_JOBS:
@@ -45,13 +56,13 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     `role` names the process in health reports ("site", "feed:binance"); a restarted
     process with the same role takes over its predecessor's reports.
     """
-    tasks = [_health_reporting(role), *feed_startup_tasks(feed_names)]
+    tasks = [_health_reporting(role), _entry_controls(), *feed_startup_tasks(feed_names)]
     tasks += redis_publisher_startup_tasks()
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()
     tasks += upstox_token_startup_tasks()
-    tasks += metrics_startup_tasks()
     tasks += orders_startup_tasks()
+    tasks += metrics_startup_tasks()
     if periodic_jobs:
         tasks.append(_periodic_jobs())
     return Runtime(tasks)
