@@ -163,14 +163,6 @@ def iso_utc_to_ns(text: str) -> int:
 _NANOS_SCALE = tuple(10 ** (9 - places) for places in range(10))
 
 
-def fixed_units(value: int) -> int:
-    """Return a fixed-point value that must be a whole number as that integer."""
-    whole, rest = divmod(value, SCALE)
-    if rest:
-        raise FixedPointError(f"not a whole number: {value}")
-    return whole
-
-
 # Exchange times outside 2000-01-01 .. 2100-01-01 are a unit mistake or a corrupt frame;
 # refusing them also keeps every time inside the recorder's signed 64-bit column.
 MIN_TS_NS = 946_684_800 * 1_000_000_000

@@ -31,7 +31,7 @@ from django.core.exceptions import ValidationError
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 
-from feeds.market import SCALE, BookTicker, MarketData, MarketEvent, Ticker
+from feeds.market import SCALE, MarketData, MarketEvent
 from feeds.venues.base import (
     Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
     WireMessage, open_exchange_stream,
