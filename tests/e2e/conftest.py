@@ -66,7 +66,7 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
     eventually(ready, timeout_s=90, interval_s=0.25)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (CI's .ci/run does)")
@@ -110,7 +110,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         shutil.copy(var_dir / "runsite.log", ARTIFACTS / "runsite.log")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
