@@ -193,11 +193,10 @@ def main() -> None:
 
 
 def _report(name: str, mix: str, adapter: Any, frames: list[bytes]) -> None:
-    from feeds.venues import numbers
+    from feeds.venues.numbers import clear_number_cache
 
     # Each mix starts cold: the number caches keep nothing from the previous one.
-    numbers.fixed.cache_clear()
-    numbers._json_fixed_text.cache_clear()
+    clear_number_cache()
 
     def ours(frame: bytes) -> object:
         return adapter.parse(frame, RECEIVED_NS)
