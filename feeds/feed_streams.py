@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence, cast
 
 from feeds.market import FeedData, MarketData
@@ -83,7 +83,7 @@ async def build_feed_streams(
     for index, endpoint in enumerate(plan):
         carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]
         stream = _build_stream(
-            spec, venue, index, len(plan), carried, publish=publish, health=health, limiter=limiter,
+            spec, venue, index, carried, publish=publish, health=health, limiter=limiter,
             settings=settings, hole_sink=hole_sink, clock_ns=clock_ns,
         )
         stream.restore_checkpoints(dict(checkpoints or {}))
@@ -92,7 +92,7 @@ async def build_feed_streams(
 
 
 def _build_stream(
-    spec: FeedSpec, venue: ExchangeVenue, index: int, count: int, symbols: Sequence[str], *,
+    spec: FeedSpec, venue: ExchangeVenue, index: int, symbols: Sequence[str], *,
     publish: Callable[[FeedData], None], health: HealthBoard, limiter: VenueRateLimiter | None,
     settings: FeedStreamSettings, hole_sink: HoleSink | None, clock_ns: Callable[[], int],
 ) -> SupervisedStream:
@@ -128,8 +128,6 @@ def _build_stream(
     policy = settings.policy
     venue_max_age = (getattr(venue, "keep_alive", None) and venue.keep_alive.max_connection_age_s) or None
     if policy.max_connection_age_s is None and venue_max_age:
-        from dataclasses import replace
-
         policy = replace(policy, max_connection_age_s=max(venue_max_age - MAX_AGE_MARGIN_S, venue_max_age / 2))
 
     session = SocketSession(endpoint_source, dial_endpoint)

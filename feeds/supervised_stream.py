@@ -35,6 +35,7 @@ from feeds.socket_session import SocketSession
 from feeds.stream_metrics import STREAM_CONNECT_FAILURES, STREAM_CONNECTS, STREAM_KNOWN_HOLES, STREAM_RECOVERED
 from feeds.stream_composition import TradeStreamRuntimeComposition
 from feeds.supervisor import SupervisorState
+from feeds.transport import WebSocketConnection
 from feeds.venues.base import ParseError, StreamState, Venue
 from tradingsite.health import HealthBoard, Status, worst
 
@@ -226,7 +227,7 @@ class SupervisedStream:
         current = self._session.current
         return self._graph.supervisor.state is SupervisorState.RUNNING and current is not None and not current.closed
 
-    async def _after_loss(self, connection: object | None) -> None:
+    async def _after_loss(self, connection: WebSocketConnection | None) -> None:
         state = await self._graph.supervisor.wait_settled()
         if state is SupervisorState.RUNNING and self._session.current is not connection and self._connected():
             # The scheduler's heartbeat reconnect already replaced the socket.
@@ -235,7 +236,7 @@ class SupervisedStream:
         self._report(Status.DEGRADED, "reconnecting")
         await self._establish()
 
-    async def _handover(self, connection: object) -> None:
+    async def _handover(self, connection: WebSocketConnection | None) -> None:
         """Planned redial at max age: the new socket is subscribed before the old one closes."""
         # No heartbeat reconnect may race the handover for the socket.
         await self._stop_scheduler()
@@ -329,10 +330,10 @@ class SupervisedStream:
 
     # --- live ------------------------------------------------------------------------
 
-    async def _pump(self, connection: object) -> _Outcome:
-        from feeds.transport import WebSocketConnection
-
-        assert isinstance(connection, WebSocketConnection)
+    async def _pump(self, connection: WebSocketConnection | None) -> _Outcome:
+        """Read and deliver frames until the connection ends or reaches its planned age."""
+        if connection is None or connection.closed:
+            return _Outcome.LOST
         notify = self._graph.supervisor.notify_activity
         on_frame = self.on_frame
         max_age = self._policy.max_connection_age_s
