@@ -164,3 +164,19 @@ async def _next_message(pubsub) -> bytes:  # type: ignore[no-untyped-def]
         return message["data"] if message else None
 
     return await async_eventually(receive, timeout_s=5)
+
+
+async def test_health_is_republished_every_interval_even_when_nothing_changes(redis: Redis, prefix: str) -> None:
+    await database_sync_to_async(make_feed)("sim")
+    service = await make_service(redis, prefix, ["sim"])
+    health_key = f"{prefix}:simulated:simulated:BTCUSDT:health"
+    async with running(service):
+        first = await async_eventually(lambda: _health_with_status(redis, health_key, "HEALTHY"), timeout_s=5)
+
+        async def later_heartbeat():  # type: ignore[no-untyped-def]
+            envelope = decode(await redis.get(health_key))
+            return envelope if envelope.publish_seq >= first.publish_seq + 3 else None
+
+        later = await async_eventually(later_heartbeat, timeout_s=5)
+    assert (later.status, later.data, later.instance_id) == (first.status, first.data, first.instance_id)
+    assert later.publish_time_ns > first.publish_time_ns
