@@ -24,8 +24,6 @@ import pytest
 from tests.helpers import eventually
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
-# Playwright's sync API runs an event loop in this thread; the ORM must not object.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
@@ -108,6 +106,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         log.close()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(var_dir / "runsite.log", ARTIFACTS / "runsite.log")
+
+
+@pytest.fixture(scope="package", autouse=True)
+def orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API runs an event loop in this thread; the ORM must not object.
+
+    Only while the browser tests run: set at import time it would leak into every
+    other test of the session (and their subprocesses).
+    """
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture(scope="package")
