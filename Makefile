@@ -6,18 +6,18 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test bench install install-dev migrate demo clean
+.PHONY: run test bench install install-dev migrate demo clean lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
+$(VENV)/.installed: requirements.txt requirements.lock | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt -c requirements.lock
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install -q -r requirements-dev.txt
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt requirements.lock $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.txt -c requirements.lock
 	touch $@
 
 # Browser assets (lightweight-charts) come from npm, pinned by package-lock.json.
@@ -46,6 +46,12 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/run.py
+
+# Re-pin every transitive version from the current virtualenv.
+lock: install-dev
+	{ echo "# Every installed version, transitive ones included: pip installs with -c requirements.lock."; \
+	  echo "# Regenerate on purpose after changing requirements*.txt: make lock"; \
+	  $(BIN)/pip freeze --exclude mypy --exclude mypy_extensions --exclude pyflakes; } > requirements.lock
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis node_modules
