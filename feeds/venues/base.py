@@ -235,3 +235,26 @@ def open_exchange_stream(venue: ExchangeVenue, feed: FeedSpec) -> FrameSource:
             f"feed {feed.name}: no websocket transport registered for exchange venue {venue.name}"
         )
     return _transport_factory[0](venue, feed)
+
+
+class ExchangeVenueCommon:
+    """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`.
+
+    Settings take the common URL overrides, the frame source is the registered websocket
+    transport, and frames stand alone unless the venue overrides `new_stream_state`.
+    """
+
+    name: str
+    settings_defaults: Mapping[str, object]
+
+    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
+        from feeds.venues.settings import clean_exchange_settings
+
+        return clean_exchange_settings(self.name, settings, self.settings_defaults)
+
+    def open(self, feed: FeedSpec) -> FrameSource:
+        return open_exchange_stream(self, feed)  # type: ignore[arg-type]
+
+    def new_stream_state(self) -> StreamState:
+        return StatelessStream()
+

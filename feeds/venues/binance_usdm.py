@@ -23,13 +23,13 @@ import msgspec
 
 from feeds.market import BookTicker, FixedPointError, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
-    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError, StatelessStream,
-    StreamState, TradeQuery, WireMessage, open_exchange_stream,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
+    WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
-from feeds.venues.settings import base_url, clean_exchange_settings
+from feeds.venues.settings import base_url
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"
@@ -354,8 +354,9 @@ def parse_exchange_info(body: bytes) -> list[InstrumentMeta]:
 
 # --- the venue --------------------------------------------------------------------------
 
-class BinanceUsdmVenue:
+class BinanceUsdmVenue(ExchangeVenueCommon):
     name = NAME
+    settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL
@@ -364,17 +365,8 @@ class BinanceUsdmVenue:
     max_window_ms: int | None = MAX_WINDOW_MS
     max_page_size = MAX_PAGE_SIZE
 
-    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        return clean_exchange_settings(NAME, settings, DEFAULTS)
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)
-
     # The module's pure function itself, so the hot path pays no extra call.
     parse = staticmethod(parse)
-
-    def new_stream_state(self) -> StreamState:
-        return StatelessStream()
 
     async def endpoints(
         self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],

@@ -22,13 +22,13 @@ import msgspec
 
 from feeds.market import MarketData, MarketEvent, Side, Ticker
 from feeds.venues.base import (
-    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
-    StatelessStream, StreamState, TradeQuery, WireMessage, open_exchange_stream,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
+    WireMessage,
 )
 from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed, json_fixed_positive
-from feeds.venues.settings import base_url, clean_exchange_settings
+from feeds.venues.settings import base_url
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"
@@ -238,8 +238,9 @@ def parse_markets(body: bytes) -> list[InstrumentMeta]:
 
 # --- the venue --------------------------------------------------------------------------
 
-class BitflyerVenue:
+class BitflyerVenue(ExchangeVenueCommon):
     name = NAME
+    settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL
@@ -248,17 +249,8 @@ class BitflyerVenue:
     max_window_ms: int | None = None
     max_page_size = MAX_PAGE_SIZE
 
-    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        return clean_exchange_settings(NAME, settings, DEFAULTS)
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)
-
     # The module's pure function itself, so the hot path pays no extra call.
     parse = staticmethod(parse)
-
-    def new_stream_state(self) -> StreamState:
-        return StatelessStream()
 
     async def endpoints(
         self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],

@@ -27,14 +27,13 @@ import msgspec
 
 from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
-    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
-    StatelessStream, StreamState, WireMessage, open_exchange_stream,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_funding_rate, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
 from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, json_fixed_positive, ms_to_ns
 from feeds.venues.rest import fetch
-from feeds.venues.settings import base_url, clean_exchange_settings
+from feeds.venues.settings import base_url
 
 NAME = "kucoin-futures"
 WS_BASE_URL = "wss://ws-api-futures.kucoin.com"  # informational: the bullet names the server
@@ -322,8 +321,9 @@ def _exact_text(value: Decimal) -> str:
 
 # --- the venue --------------------------------------------------------------------------
 
-class KucoinFuturesVenue:
+class KucoinFuturesVenue(ExchangeVenueCommon):
     name = NAME
+    settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL
@@ -332,17 +332,8 @@ class KucoinFuturesVenue:
     def __init__(self, *, connect_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
         self._connect_id = connect_id
 
-    def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        return clean_exchange_settings(NAME, settings, DEFAULTS)
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)
-
     # The module's pure function itself, so the hot path pays no extra call.
     parse = staticmethod(parse)
-
-    def new_stream_state(self) -> StreamState:
-        return StatelessStream()
 
     async def endpoints(
         self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],

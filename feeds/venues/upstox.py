@@ -33,8 +33,7 @@ from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 
 from feeds.market import SCALE, MarketData, MarketEvent
 from feeds.venues.base import (
-    Endpoint, FeedSpec, FrameSource, HttpRequest, InstrumentMeta, KeepAlive, ParseError,
-    WireMessage, open_exchange_stream,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
@@ -325,8 +324,9 @@ def parse_instruments(body: bytes) -> list[InstrumentMeta]:
 
 # --- the venue --------------------------------------------------------------------------
 
-class UpstoxVenue:
+class UpstoxVenue(ExchangeVenueCommon):
     name = NAME
+    settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL
@@ -353,8 +353,6 @@ class UpstoxVenue:
             raise ValidationError({"mode": [f"mode must be one of {', '.join(MODES)}"]})
         return cleaned
 
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)
 
     # The module's pure function itself, so the hot path pays no extra call.
     parse = staticmethod(parse)
