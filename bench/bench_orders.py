@@ -25,23 +25,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.postgres import ensure_database  # noqa: E402
 DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
 if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-
-def _ensure_database(url: str) -> None:
-    import psycopg
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list[list[int]]:
@@ -137,7 +128,7 @@ def main() -> None:
     parser.add_argument("--entries-per-account", type=int, default=25)
     args = parser.parse_args()
 
-    _ensure_database(os.environ["DATABASE_URL"])
+    ensure_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()

@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.postgres import ensure_database  # noqa: E402
 DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
 if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
@@ -35,17 +37,6 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 BATCH = 5000
 
-
-def _ensure_database(url: str) -> None:
-    import psycopg
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _serve_venue(count: int, port_queue: "multiprocessing.Queue[tuple[str, str]]", stop_event) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +167,7 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=200_000)
     args = parser.parse_args()
 
-    _ensure_database(os.environ["DATABASE_URL"])
+    ensure_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()
