@@ -7,6 +7,11 @@
   const template = document.getElementById("recovery-prompt-template");
   if (!panel || !template) return;
   const csrf = () => (document.getElementById("recovery-csrf") || {}).value || "";
+  // The answer to this browser's own last code submission, per prompt: a re-render from
+  // a push or a re-sync computed before that answer must not wipe it.
+  const submitErrors = new Map();
+  // Prompts this browser resolved: a late push or re-sync must not bring them back.
+  const resolved = new Set();
 
   function cardFor(token) {
     return panel.querySelector(`[data-recovery-token="${CSS.escape(token)}"]`);
@@ -22,7 +27,7 @@
     badge.className = "badge " + (prompt.terminal ? "badge-bad" : "badge-wait");
     badge.textContent = prompt.terminal ? "action needed: configuration" : "awaiting login";
     card.querySelector(".prompt-message").textContent = prompt.message;
-    card.querySelector(".prompt-error").textContent = prompt.last_error || "";
+    card.querySelector(".prompt-error").textContent = prompt.last_error || submitErrors.get(prompt.recovery_token) || "";
     const actions = card.querySelector(".prompt-actions");
     actions.hidden = prompt.terminal;
     card.querySelector(".prompt-login").href = prompt.login_url || "#";
@@ -32,6 +37,7 @@
   }
 
   function open(prompt) {
+    if (resolved.has(prompt.recovery_token)) return;
     const card = render(prompt);
     const existing = cardFor(prompt.recovery_token);
     if (existing) existing.replaceWith(card); else panel.appendChild(card);
@@ -63,7 +69,7 @@
     const form = event.target.closest(".prompt-code-form");
     if (!form) return;
     event.preventDefault();
-    const card = form.closest("[data-recovery-token]");
+    const token = form.closest("[data-recovery-token]").dataset.recoveryToken;
     const button = form.querySelector("button");
     button.disabled = true;
     try {
@@ -72,8 +78,18 @@
         headers: { Accept: "application/json", "X-CSRFToken": csrf() },
       });
       const body = await response.json().catch(() => ({ ok: false, message: `HTTP ${response.status}` }));
-      card.querySelector(".prompt-error").textContent = body.ok ? "" : body.message;
-      if (body.ok) card.remove();
+      if (body.ok) {
+        submitErrors.delete(token);
+        resolved.add(token);
+      } else {
+        submitErrors.set(token, body.message);
+      }
+      // The card may have been re-rendered while the request was in flight: use the current one.
+      const card = cardFor(token);
+      if (card) {
+        card.querySelector(".prompt-error").textContent = body.ok ? "" : body.message;
+        if (body.ok) card.remove();
+      }
     } finally {
       button.disabled = false;
     }
