@@ -9,6 +9,7 @@ next. Exit status is non-zero when any bench failed to run.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -33,7 +34,9 @@ def main(argv: list[str]) -> int:
     for path in bench_files(argv):
         print(f"== {path.name}", flush=True)
         started = time.monotonic()
-        result = subprocess.run([sys.executable, str(path)], cwd=BENCH_DIR.parent)
+        # Figures, not runtime chatter: the runtime's INFO lines would bury them.
+        env = {"LOG_LEVEL": "WARNING", **os.environ}
+        result = subprocess.run([sys.executable, str(path)], cwd=BENCH_DIR.parent, env=env)
         print(f"== {path.name}: {'ok' if result.returncode == 0 else f'exit {result.returncode}'} "
               f"in {time.monotonic() - started:.1f}s\n", flush=True)
         if result.returncode != 0:
