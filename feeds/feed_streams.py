@@ -69,40 +69,52 @@ async def build_feed_streams(
     checkpoints: Mapping[str, MarketData] | None = None, hole_sink: HoleSink | None = None,
     clock_ns: Callable[[], int] = time.time_ns,
 ) -> list[SupervisedStream]:
-    """Return one SupervisedStream per endpoint of the feed's trade subscriptions."""
-    symbols = [instrument.venue_symbol for instrument in spec.instruments]
-    try:
-        plan = await venue.endpoints(symbols, [TRADES], spec.settings)
-    except Exception as exc:
-        # A venue whose endpoint needs a REST bootstrap (KuCoin's bullet, Upstox's
-        # authorized URL) may be unreachable at start: run one stream, which asks again
-        # on every dial behind its backoff and breaker, instead of failing the process.
-        log.warning("feed %s: endpoint plan unavailable at start (%s); one stream for all symbols", spec.name, exc)
-        plan = [Endpoint(url="", subscribe=())]
-    streams = []
-    for index, endpoint in enumerate(plan):
-        carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]
-        stream = _build_stream(
-            spec, venue, index, carried, publish=publish, health=health, limiter=limiter,
-            settings=settings, hole_sink=hole_sink, clock_ns=clock_ns,
-        )
-        stream.restore_checkpoints(dict(checkpoints or {}))
-        streams.append(stream)
+    """Return one SupervisedStream per endpoint of the feed's subscriptions.
+
+    Trades get their own connections, with gap recovery over REST. Every other channel
+    (mark price, tickers) gets connections of its own without recovery: a stream that
+    carries no trades must never fetch trades, or they would arrive twice.
+    """
+    streams: list[SupervisedStream] = []
+    groups = [(TRADES, [i.venue_symbol for i in spec.instruments if TRADES in i.channels])]
+    others = sorted({channel for i in spec.instruments for channel in i.channels} - {TRADES})
+    groups += [(channel, [i.venue_symbol for i in spec.instruments if channel in i.channels]) for channel in others]
+    for channel, symbols in groups:
+        if not symbols:
+            continue
+        try:
+            plan = await venue.endpoints(symbols, [channel], spec.settings)
+        except Exception as exc:
+            # A venue whose endpoint needs a REST bootstrap (KuCoin's bullet, Upstox's
+            # authorized URL) may be unreachable at start: run one stream, which asks again
+            # on every dial behind its backoff and breaker, instead of failing the process.
+            log.warning(
+                "feed %s: %s endpoint plan unavailable at start (%s); one stream for all symbols",
+                spec.name, channel, exc,
+            )
+            plan = [Endpoint(url="", subscribe=())]
+        for index, endpoint in enumerate(plan):
+            carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]
+            stream = _build_stream(
+                spec, venue, index, carried, channel=channel, channel_symbols=symbols,
+                label=f"ws{len(streams)}", publish=publish, health=health, limiter=limiter,
+                settings=settings, hole_sink=hole_sink, clock_ns=clock_ns,
+            )
+            if channel == TRADES:
+                stream.restore_checkpoints(dict(checkpoints or {}))
+            streams.append(stream)
     return streams
 
 
 def _build_stream(
-    spec: FeedSpec, venue: ExchangeVenue, index: int, symbols: Sequence[str], *,
+    spec: FeedSpec, venue: ExchangeVenue, index: int, symbols: Sequence[str], *, channel: str,
+    channel_symbols: Sequence[str], label: str,
     publish: Callable[[FeedData], None], health: HealthBoard, limiter: VenueRateLimiter | None,
     settings: FeedStreamSettings, hole_sink: HoleSink | None, clock_ns: Callable[[], int],
 ) -> SupervisedStream:
-    label = f"ws{index}"
-
-    all_symbols = [instrument.venue_symbol for instrument in spec.instruments]
-
     async def endpoint_source() -> Endpoint:
         # Asked again per dial: single-use URLs and bootstrap tokens must be fresh.
-        plan = await venue.endpoints(all_symbols, [TRADES], spec.settings)
+        plan = await venue.endpoints(channel_symbols, [channel], spec.settings)
         return plan[index]
 
     async def dial_endpoint(endpoint: Endpoint) -> WebSocketConnection:
@@ -112,7 +124,7 @@ def _build_stream(
         )
 
     history: TradeHistorySource
-    recovery = is_trade_history_venue(venue)
+    recovery = channel == TRADES and is_trade_history_venue(venue)
     if recovery:
         history_venue = cast(TradeHistoryVenue, venue)
         history = RestTradeHistory(

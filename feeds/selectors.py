@@ -11,7 +11,7 @@ class FeedSelectionError(LookupError):
 
 
 def feed_specs_for_run(names: list[str] | None) -> list[FeedSpec]:
-    """Return the enabled feeds (all, or those named) with their subscribed trade instruments."""
+    """Return the enabled feeds (all, or those named) with their subscribed instruments and channels."""
     feeds = Feed.objects.filter(enabled=True)
     if names:
         feeds = feeds.filter(name__in=names)
@@ -21,18 +21,23 @@ def feed_specs_for_run(names: list[str] | None) -> list[FeedSpec]:
             known = ", ".join(Feed.objects.values_list("name", flat=True)) or "none"
             raise FeedSelectionError(f"no enabled feed named {', '.join(missing)} (feeds: {known})")
     subscriptions = (
-        Subscription.objects.filter(enabled=True, channel="trades", instrument__feed__in=feeds)
+        Subscription.objects.filter(enabled=True, instrument__feed__in=feeds)
         .select_related("instrument")
-        .order_by("instrument__symbol")
+        .order_by("instrument__symbol", "channel")
     )
-    by_feed: dict[int, list[InstrumentSpec]] = {}
+    channels: dict[int, list[str]] = {}
+    instruments = {}
     for sub in subscriptions:
-        instrument = sub.instrument
+        channels.setdefault(sub.instrument_id, []).append(sub.channel)
+        instruments[sub.instrument_id] = sub.instrument
+    by_feed: dict[int, list[InstrumentSpec]] = {}
+    for instrument_id, instrument in instruments.items():
         by_feed.setdefault(instrument.feed_id, []).append(
             InstrumentSpec(
                 venue_symbol=instrument.venue_symbol,
                 tick_size=format(instrument.tick_size.normalize(), "f"),
                 lot_size=format(instrument.lot_size.normalize(), "f"),
+                channels=tuple(channels[instrument_id]),
             )
         )
     return [

@@ -34,6 +34,7 @@ class InstrumentSpec:
     venue_symbol: str
     tick_size: str
     lot_size: str
+    channels: tuple[str, ...] = ("trades",)  # the enabled subscriptions, such as ("mark_price", "trades")
 
 
 @dataclass(frozen=True)
