@@ -259,3 +259,7 @@ class ExchangeVenueCommon:
     def new_stream_state(self) -> StreamState:
         return StatelessStream()
 
+    def ping_message(self, counter: int) -> WireMessage | None:
+        """The venue pings and the websocket library answers: nothing to send."""
+        return None
+

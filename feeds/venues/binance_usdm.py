@@ -24,7 +24,6 @@ import msgspec
 from feeds.market import BookTicker, FixedPointError, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
-    WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
@@ -375,9 +374,6 @@ class BinanceUsdmVenue(ExchangeVenueCommon):
             symbols, channels, ws_url=base_url(settings, "ws_url", WS_BASE_URL),
             mark_price_1s=bool(settings.get("mark_price_1s", True)),
         )
-
-    def ping_message(self, counter: int) -> WireMessage | None:
-        return None
 
     def instruments_request(self, settings: Mapping[str, object]) -> HttpRequest:
         return exchange_info_request(rest_url=base_url(settings, "rest_url", REST_BASE_URL))

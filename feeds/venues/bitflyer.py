@@ -23,7 +23,6 @@ import msgspec
 from feeds.market import MarketData, MarketEvent, Side, Ticker
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
-    WireMessage,
 )
 from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
@@ -256,9 +255,6 @@ class BitflyerVenue(ExchangeVenueCommon):
         self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
     ) -> list[Endpoint]:
         return [stream_endpoint(symbols, channels, ws_url=base_url(settings, "ws_url", WS_BASE_URL))]
-
-    def ping_message(self, counter: int) -> WireMessage | None:
-        return None
 
     def instruments_request(self, settings: Mapping[str, object]) -> HttpRequest:
         return markets_request(rest_url=base_url(settings, "rest_url", REST_BASE_URL))
