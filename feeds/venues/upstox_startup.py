@@ -26,7 +26,9 @@ def upstox_token_startup_tasks() -> list[StartupTask]:
         try:
             source = auth_state.token_source(TokenKey("upstox", TokenKind.ANALYTICS))
         except KeyError:
-            log.info("feed upstox: no analytics token configured; upstox feeds cannot dial")
+            # Worth a word only to a process that runs an upstox feed.
+            if any(spec.venue == upstox.NAME for spec in ctx.resources.get("feed_specs", ())):
+                log.warning("feed upstox: no analytics token configured; upstox feeds cannot dial")
             return
         upstox.VENUE.use_token_source(source)
 
