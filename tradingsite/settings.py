@@ -146,7 +146,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that
+            # channels_redis blocks in BZPOPMIN: the read then races the server's reply
+            # and a cancelled send can surface as a TimeoutError. Read longer than it blocks.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "socket_connect_timeout": 5}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
     CELERY_BROKER_URL = REDIS_URL

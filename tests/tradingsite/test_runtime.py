@@ -76,6 +76,32 @@ async def test_stop_cancels_spawned_work_and_runs_teardown_in_reverse() -> None:
     assert events == ["worker cancelled", "teardown second", "teardown first"]
 
 
+async def test_a_task_that_swallows_one_cancellation_is_cancelled_again() -> None:
+    swallowed: list[str] = []
+
+    async def stubborn() -> None:
+        # What a library that catches CancelledError mid-call looks like from outside.
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed.append("once")
+
+    async def start(ctx: RuntimeContext) -> None:
+        ctx.spawn("stubborn", stubborn())
+
+    runtime = Runtime([StartupTask("start", Phase.DATA_FLOW, start)], stop_timeout_s=5)
+    run = asyncio.create_task(runtime.run())
+    while not runtime.started:
+        await asyncio.sleep(0.01)
+    runtime.request_stop()
+    assert await asyncio.wait_for(run, 2) == 0
+    assert swallowed == ["once"]
+    assert all(task.cancelled() for task in runtime.context._tasks)
+
+
 async def test_a_failing_spawned_task_is_fatal_and_exits_non_zero() -> None:
     async def start(ctx: RuntimeContext) -> None:
         async def crash() -> None:

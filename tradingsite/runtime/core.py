@@ -18,6 +18,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Sequence
 from tradingsite.health import HealthBoard
 
 log = logging.getLogger(__name__)
+RECANCEL_INTERVAL_S = 0.25
 
 
 class Phase(IntEnum):
@@ -133,10 +134,21 @@ class Runtime:
         return None
 
     async def _teardown(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._stop_timeout_s
+        pending = set(self.context._tasks)
         for task in reversed(self.context._tasks):
             task.cancel()
-        if self.context._tasks:
-            _, pending = await asyncio.wait(self.context._tasks, timeout=self._stop_timeout_s)
+        while pending:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            _, pending = await asyncio.wait(pending, timeout=min(remaining, RECANCEL_INTERVAL_S))
+            # Some libraries swallow a CancelledError that lands mid-call (channels_redis
+            # group_send does, now and then) and the task carries on to its next await.
+            # Cancelling again reaches it there.
             for task in pending:
-                log.warning("runtime: %s did not stop within %ss", task.get_name(), self._stop_timeout_s)
+                task.cancel()
+        for task in pending:
+            log.warning("runtime: %s did not stop within %ss", task.get_name(), self._stop_timeout_s)
         await self.context.exit_stack.aclose()
