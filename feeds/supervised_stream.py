@@ -37,6 +37,7 @@ from feeds.stream_composition import TradeStreamRuntimeComposition
 from feeds.supervisor import SupervisorState
 from feeds.transport import WebSocketConnection
 from feeds.venues.base import ParseError, StreamState, Venue
+from feeds.venues.construct import make_trade
 from tradingsite.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class SupervisedStream:
         # Resources to release when the stream ends (the REST session).
         self.closers: list[Callable[[], Awaitable[None]]] = []
         self._pending: list[MarketEvent] = []
-        self._flush_scheduled = False
+        self._burst_open = False
         # When the stream first subscribed (Unix ms): a symbol with no trade yet is
         # recovered from here, so its first trades cannot fall into a reconnect.
         self._first_subscribed_ms: int | None = None
@@ -334,24 +335,28 @@ class SupervisedStream:
         """Read and deliver frames until the connection ends or reaches its planned age."""
         if connection is None or connection.closed:
             return _Outcome.LOST
-        notify = self._graph.supervisor.notify_activity
         on_frame = self.on_frame
         max_age = self._policy.max_connection_age_s
         deadline = connection.opened_at + max_age if max_age else None
         try:
             async with asyncio.timeout_at(deadline):
                 while True:
-                    frame = await connection.recv()
-                    notify()
-                    on_frame(frame)
+                    on_frame(await connection.recv())
         except ConnectionClosed:
             return _Outcome.LOST
         except TimeoutError:
             return _Outcome.MAX_AGE if self._session.current is connection else _Outcome.LOST
 
     def on_frame(self, frame: bytes) -> None:
-        """Parse one frame and deliver what the consistency layer accepts (never awaits)."""
+        """Parse one frame and deliver what the consistency layer accepts (never awaits).
+
+        Every frame is activity for the heartbeat, a malformed one too; it is recorded
+        once per burst, with the delivery, when the read loop next waits.
+        """
         self.stats.frames += 1
+        if not self._burst_open:
+            self._burst_open = True
+            asyncio.get_running_loop().call_soon(self._end_burst)
         try:
             events = self._venue.parse(frame, self._clock_ns())
         except ParseError as exc:
@@ -376,13 +381,15 @@ class SupervisedStream:
             delivered.append(event)
         if len(delivered) >= LIVE_BATCH:
             self._flush_pending()
-        elif delivered and not self._flush_scheduled:
-            # Runs when the read loop next waits for the socket: one batch per burst.
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_pending)
+
+    def _end_burst(self) -> None:
+        # Runs when the read loop next waits for the socket: one heartbeat update and
+        # one batch per burst of frames rather than per frame.
+        self._burst_open = False
+        self._graph.supervisor.notify_activity()
+        self._flush_pending()
 
     def _flush_pending(self) -> None:
-        self._flush_scheduled = False
         if not self._pending:
             return
         batch, self._pending = self._pending, []
@@ -394,8 +401,8 @@ class SupervisedStream:
         self._last_ts[trade.symbol] = trade.ts_event
         if previous is None:
             return trade
-        # The constructor, not dataclasses.replace: this runs for every tick.
-        return MarketData(
+        # The fast constructor, not dataclasses.replace: this runs for every tick.
+        return make_trade(
             trade.symbol, trade.price, trade.volume, trade.ts_event, trade.ts_recv, trade.trade_id, trade.side,
             trade.ts_event - previous, trade.cumulative_volume,
         )

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
 MAX_WINDOW_MS = 3_600_000
@@ -55,6 +56,14 @@ class ExecutedTrade:
     trade: TapeTrade
     ts_ms: int  # `T`
     frame: str  # the combined-stream frame (a text frame, as the venue sends)
+    stream: str = ""  # "btcusdt@aggTrade"
+    # The whole websocket text frame on the wire (server frames are unmasked), serialized
+    # once by websockets itself, so replaying to many connections costs one write per burst.
+    wire: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.stream = f"{self.trade.symbol.lower()}@aggTrade"
+        self.wire = Frame(Opcode.TEXT, self.frame.encode()).serialize(mask=False, extensions=[])
 
 
 def make_tape(count: int, symbols: Sequence[str] = ("BTCUSDT", "ETHUSDT"), *, seed: int = 7,
@@ -302,21 +311,23 @@ class FakeBinanceUsdm:
                             return
                     sub.cursor += 1
             else:
-                frames = [e.frame.encode() for e in self.executed[sub.cursor:end]
-                          if f"{e.trade.symbol.lower()}@aggTrade" in sub.streams]
+                streams = sub.streams
+                wires = [e.wire for e in self.executed[sub.cursor:end] if e.stream in streams]
                 sub.cursor = end
-                if frames and not await self._send_burst(connection, frames):
+                if wires and not await self._send_burst(connection, wires):
                     return
             await asyncio.sleep(0)
 
     @staticmethod
-    async def _send_burst(connection: ServerConnection, frames: list[bytes]) -> bool:
-        """Send many text frames with one write: a real venue streams far faster than one
-        await per frame, and the client under test should be what limits the rate."""
+    async def _send_burst(connection: ServerConnection, wires: list[bytes]) -> bool:
+        """Send many serialized text frames with one write: a real venue streams far faster
+        than one await per frame, and on a shared machine the client under test, not the
+        fake's own framing work, should be what limits the rate."""
         try:
+            # send_context checks the connection is open and keeps other writes (pongs,
+            # replies) from interleaving inside the burst.
             async with connection.send_context():
-                for frame in frames:
-                    connection.protocol.send_text(frame)
+                connection.transport.write(b"".join(wires))
             return True
         except ConnectionClosed:
             return False

@@ -137,6 +137,8 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
         output, _ = feed.communicate(timeout=30)
         assert feed.returncode == 0, output
         assert "runfeed: stopped" in output
+        # The feed process runs on uvloop where it exists (everywhere but Windows).
+        assert "runfeed: starting sim on uvloop" in output
     finally:
         if feed.poll() is None:
             feed.kill()

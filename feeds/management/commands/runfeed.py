@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tradingsite.runtime.compose import build_runtime
-from tradingsite.runtime.signals import parse_feed_names, stop_on_signals
+from tradingsite.runtime.signals import parse_feed_names, run_fast, stop_on_signals
 
 
 class Command(BaseCommand):
@@ -28,12 +28,13 @@ class Command(BaseCommand):
         runtime = build_runtime(role=f"feed:{','.join(names)}", feed_names=names, periodic_jobs=False)
 
         async def main() -> int:
-            stop_on_signals(asyncio.get_running_loop(), runtime.request_stop)
+            loop = asyncio.get_running_loop()
+            self.stdout.write(f"runfeed: starting {', '.join(names)} on {type(loop).__module__.split('.')[0]}")
+            self.stdout.flush()
+            stop_on_signals(loop, runtime.request_stop)
             return await runtime.run()
 
-        self.stdout.write(f"runfeed: starting {', '.join(names)}")
-        self.stdout.flush()
-        code = asyncio.run(main())
+        code = run_fast(main())
         if code:
             raise CommandError(f"runfeed stopped with exit code {code}; see the log above", returncode=code)
         self.stdout.write("runfeed: stopped")
