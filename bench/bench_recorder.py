@@ -187,8 +187,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from tradingsite.runtime.signals import run_fast
 
-    # asyncio's default loop (runsite keeps it), then runfeed's uvloop, whose rows (their
-    # instruments still exist) the raw COPY writes again.
+    # asyncio's default loop (where uvloop is missing), then uvloop (runfeed, runsite),
+    # whose rows (their instruments still exist) the raw COPY writes again.
     default_loop_rate, _ = _with_venue(args.ticks, lambda ws, rest: asyncio.run(_recorder_path(args.ticks, ws, rest)))
     # On a small machine the venue, the database and the path share the cores and runs
     # vary (by a third on 2 cores): report every run and compare on the median.
@@ -202,9 +202,9 @@ def main() -> None:
     copy_rate = _raw_copy(rows)
     bare_rate = _with_venue(args.ticks, lambda ws, rest: run_fast(_bare_receive(args.ticks, ws)))
     print(f"recorder path (fake venue websocket -> parse -> stream -> recorder -> PostgreSQL COPY), "
-          f"runfeed's uvloop: {path_rate:,.0f} ticks/s over {args.ticks:,} ticks, median of "
+          f"uvloop: {path_rate:,.0f} ticks/s over {args.ticks:,} ticks, median of "
           f"{', '.join(f'{rate:,.0f}' for rate in path_rates)}")
-    print(f"the same on asyncio's default loop (runsite): {default_loop_rate:,.0f} ticks/s")
+    print(f"the same on asyncio's default loop (where uvloop is missing): {default_loop_rate:,.0f} ticks/s")
     print(f"raw psycopg binary COPY of the same rows, batches of {BATCH}: {copy_rate:,.0f} rows/s")
     print(f"recorder path / raw COPY: {path_rate / copy_rate:.0%} (target >= 50%)")
     print(f"bare websockets receive from the same fake venue, no parsing: {bare_rate:,.0f} frames/s "

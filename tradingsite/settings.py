@@ -42,8 +42,10 @@ else:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Not "daphne": its app imports daphne.server, which installs Twisted's reactor on a
+# default asyncio loop at django.setup(); runsite installs it on uvloop instead.
 INSTALLED_APPS = [
-    "daphne",
+    "tradingsite",  # first: its `runserver` (= runsite) wins over staticfiles' WSGI one
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -52,7 +54,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_prometheus",
-    "tradingsite",
     "feeds",
     "processor",
     "orders",

@@ -67,6 +67,17 @@ async def receive_prices(url: str, cookie: str, origin: str) -> dict[str, str]:
     return prices
 
 
+def wait_ready(site: subprocess.Popen, base: str) -> None:  # type: ignore[type-arg]
+    def ready() -> bool:
+        assert site.poll() is None, "the site exited early"
+        try:
+            return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    eventually(ready, timeout_s=60, interval_s=0.2)
+
+
 def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     env = site_env(tmp_path)
     manage(env, "migrate", "--noinput", "-v0")
@@ -78,14 +89,7 @@ def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path)
         [sys.executable, "manage.py", "runsite", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        def ready() -> bool:
-            assert site.poll() is None, "runsite exited early"
-            try:
-                return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
-            except (urllib.error.URLError, ConnectionError):
-                return False
-
-        eventually(ready, timeout_s=60, interval_s=0.2)
+        wait_ready(site, base)
         cookie = login(base)
         prices = asyncio.run(receive_prices(f"ws://127.0.0.1:{port}/ws/dashboard/", cookie, base))
         assert set(prices) == {symbol for symbol, *_ in DEMO_INSTRUMENTS}
@@ -99,6 +103,8 @@ def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path)
         output = log.read()
         log.close()
     assert "runtime: stopped cleanly" in output, output
+    # Daphne's reactor and the runtime share one uvloop loop where uvloop exists.
+    assert "site: web and runtime on uvloop" in output, output
 
 
 def test_runsite_exits_non_zero_when_a_named_feed_does_not_exist(tmp_path: Path) -> None:
@@ -143,3 +149,27 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
         if feed.poll() is None:
             feed.kill()
             feed.wait()
+
+
+def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> None:
+    env = site_env(tmp_path)
+    manage(env, "migrate", "--noinput", "-v0")
+    port = free_port()
+    site = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        wait_ready(site, f"http://127.0.0.1:{port}")
+        site.send_signal(signal.SIGTERM)
+        output, _ = site.communicate(timeout=30)
+        assert site.returncode == 0, output
+        assert f"tradingsite: serving http://127.0.0.1:{port}/" in output
+    finally:
+        if site.poll() is None:
+            site.kill()
+            site.wait()
+    bad = subprocess.run([sys.executable, "manage.py", "runserver", "127.0.0.1:http"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert "is not a port number or address:port pair" in bad.stderr

@@ -1,7 +1,8 @@
 """The embedded site: daphne and the runtime on one event loop, in one process.
 
-Daphne runs Twisted's asyncio reactor; the runtime starts on that same loop from
-daphne's ready callback, so the in-memory channel layer reaches the websockets.
+Daphne runs Twisted's asyncio reactor (on uvloop where it is installed); the runtime
+starts on that same loop from daphne's ready callback, so the in-memory channel layer
+reaches the websockets.
 The runtime owns the lifetime: when it stops (signal or fatal error) the reactor
 stops; when the reactor stops first (it could not listen) the runtime is stopped.
 """
@@ -12,7 +13,7 @@ import logging
 from typing import Any
 
 from tradingsite.runtime.core import Runtime
-from tradingsite.runtime.signals import stop_on_signals
+from tradingsite.runtime.signals import new_fast_loop, stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -22,9 +23,25 @@ def daphne_endpoint(host: str, port: int) -> str:
     return f"tcp:port={port}:interface={host.strip('[]').replace(':', chr(92) + ':')}"
 
 
+def install_reactor() -> None:
+    """Install Twisted's asyncio reactor on a fast loop (uvloop) before daphne does.
+
+    Daphne installs the reactor on a default asyncio loop at import unless an asyncio
+    reactor is already there; the reactor only needs the loop's add_reader/add_writer.
+    """
+    import sys
+
+    if "twisted.internet.reactor" in sys.modules:
+        return
+    from twisted.internet import asyncioreactor
+
+    asyncioreactor.install(new_fast_loop())
+
+
 def serve_with_runtime(application: Any, runtime: Runtime, *, host: str, port: int) -> int:
     """Serve `application` on host:port while `runtime` runs; return the exit code."""
-    from daphne.server import Server  # installs the asyncio reactor; import as late as possible
+    install_reactor()
+    from daphne.server import Server  # keeps the reactor installed above
     from twisted.internet import reactor
 
     outcome: dict[str, Any] = {}
@@ -36,6 +53,7 @@ def serve_with_runtime(application: Any, runtime: Runtime, *, host: str, port: i
 
     def on_ready() -> None:
         loop = asyncio.get_event_loop()
+        log.info("site: web and runtime on %s", type(loop).__module__.split(".")[0])
         stop_on_signals(loop, runtime.request_stop)
         outcome["task"] = loop.create_task(run_runtime(), name="runtime")
 
