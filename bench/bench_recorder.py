@@ -175,7 +175,7 @@ def _truncate_ticks() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=200_000)
-    parser.add_argument("--runs", type=int, default=3, help="runs of the recorder path on uvloop")
+    parser.add_argument("--runs", type=int, default=3, help="runs of the recorder path on each loop")
     args = parser.parse_args()
 
     ensure_database(os.environ["DATABASE_URL"])
@@ -187,13 +187,14 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from tradingsite.runtime.signals import run_fast
 
-    # asyncio's default loop (where uvloop is missing), then uvloop (runfeed, runsite),
-    # whose rows (their instruments still exist) the raw COPY writes again.
-    default_loop_rate, _ = _with_venue(args.ticks, lambda ws, rest: asyncio.run(_recorder_path(args.ticks, ws, rest)))
-    # On a small machine the venue, the database and the path share the cores and runs
-    # vary (by a third on 2 cores): report every run and compare on the median.
-    path_rates = []
+    # On a small machine the venue, the database and the path share the cores and a run
+    # lands in a fast or a slow mode: alternate the loops, report every run, compare on
+    # the median. uvloop (runfeed, runsite) goes last: the raw COPY writes its rows again
+    # (their instruments still exist).
+    default_rates, path_rates = [], []
     for _ in range(args.runs):
+        rate, _rows = _with_venue(args.ticks, lambda ws, rest: asyncio.run(_recorder_path(args.ticks, ws, rest)))
+        default_rates.append(rate)
         rate, rows = _with_venue(args.ticks, lambda ws, rest: run_fast(_recorder_path(args.ticks, ws, rest)))
         if len(rows) != args.ticks:
             raise SystemExit(f"recorded {len(rows)} ticks, expected {args.ticks}")
@@ -204,7 +205,8 @@ def main() -> None:
     print(f"recorder path (fake venue websocket -> parse -> stream -> recorder -> PostgreSQL COPY), "
           f"uvloop: {path_rate:,.0f} ticks/s over {args.ticks:,} ticks, median of "
           f"{', '.join(f'{rate:,.0f}' for rate in path_rates)}")
-    print(f"the same on asyncio's default loop (where uvloop is missing): {default_loop_rate:,.0f} ticks/s")
+    print(f"the same on asyncio's default loop (where uvloop is missing): {statistics.median(default_rates):,.0f} "
+          f"ticks/s, median of {', '.join(f'{rate:,.0f}' for rate in default_rates)}")
     print(f"raw psycopg binary COPY of the same rows, batches of {BATCH}: {copy_rate:,.0f} rows/s")
     print(f"recorder path / raw COPY: {path_rate / copy_rate:.0%} (target >= 50%)")
     print(f"bare websockets receive from the same fake venue, no parsing: {bare_rate:,.0f} frames/s "
