@@ -65,7 +65,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     from feeds.ratelimit import PublishedLimits, VenueRateLimiter
     from feeds.recorder import TickRecorder
     from feeds.tick_selectors import instrument_keys
-    from feeds.tick_writer import PostgresCopyWriter
+    from feeds.tick_writer import pipelined_writer_for_database
     from feeds.venues import get_venue
     from feeds.venues.base import FeedSpec, InstrumentSpec
     from tradingsite.health import HealthBoard
@@ -82,7 +82,8 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
 
     await database_sync_to_async(setup)()
     keys = await database_sync_to_async(instrument_keys)(["bench"])
-    recorder = TickRecorder(PostgresCopyWriter(), keys, batch_size=BATCH, flush_interval_s=0.05, capacity=count + BATCH)
+    writer = await database_sync_to_async(pipelined_writer_for_database)()  # what runfeed records with
+    recorder = TickRecorder(writer, keys, batch_size=BATCH, flush_interval_s=0.05, capacity=count + BATCH)
     fanout = FeedFanout()
     queue = fanout.subscribe("recorder", capacity=count + 1)
     adapter = get_venue("binance-usdm")
@@ -102,6 +103,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     for task in (stream_task, *tasks):
         task.cancel()
     await asyncio.gather(stream_task, *tasks, return_exceptions=True)
+    await recorder.close()  # stops the writer process
     rows = await database_sync_to_async(lambda: list(Tick.objects.order_by("pk").values_list(
         "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side")))()
     # The first frame was already in when the clock started: count from the second.

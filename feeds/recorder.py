@@ -2,7 +2,7 @@
 
 `consume` never awaits: it converts events to rows into a bounded buffer. A flush
 task writes the buffer when it reaches `batch_size` or every `flush_interval_s`,
-through a TickWriter in a worker thread (COPY on PostgreSQL). A full buffer drops the
+through a PipelinedWriter (COPY in a writer process on PostgreSQL). A full buffer drops the
 batch and counts it (overflow), health says so; a failed write keeps its rows and is
 retried after `retry_delay_s`. `close()` drains what is left, so a clean shutdown
 loses nothing.
@@ -14,11 +14,11 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 from feeds.market import FeedData, MarketData, Side
 from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
-from feeds.tick_writer import CheckpointRow, TickRow, TickWriter
+from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
 from tradingsite.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
@@ -59,24 +59,12 @@ class _Pending:
         ]
 
 
-RunSync = Callable[[Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None], Sequence[TickRow], Sequence[CheckpointRow]], Awaitable[None]]
-
-
-async def _run_in_db_thread(
-    write: Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None],
-    rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
-) -> None:
-    from channels.db import database_sync_to_async
-
-    await database_sync_to_async(write)(rows, checkpoints)
-
-
 class TickRecorder:
     """Buffers ticks from the fan-out and writes them in batches."""
 
     def __init__(
         self,
-        writer: TickWriter,
+        writer: TickWriter | PipelinedWriter,
         instruments: Mapping[tuple[str, str], InstrumentKey],
         *,
         batch_size: int = 5000,
@@ -85,12 +73,12 @@ class TickRecorder:
         retry_delay_s: float = 1.0,
         health: HealthBoard | None = None,
         component: str = "recorder",
-        run_sync: RunSync = _run_in_db_thread,
+        run_sync: RunSync = run_in_db_thread,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if batch_size < 1 or capacity < batch_size:
             raise ValueError("need 1 <= batch_size <= capacity")
-        self._writer = writer
+        self._writer = as_pipelined(writer, run_sync)
         self._instruments = dict(instruments)
         self._batch_size = batch_size
         self._flush_interval_s = flush_interval_s
@@ -98,10 +86,12 @@ class TickRecorder:
         self._retry_delay_s = retry_delay_s
         self._health = health
         self._component = component
-        self._run_sync = run_sync
         self._clock = clock
         self._current = _Pending()
         self._sealed: deque[_Pending] = deque()  # batches waiting for (or failing) their write
+        # Writes submitted for the first len(_inflight) sealed batches, same order. They
+        # outlive a cancelled flush, so the next flush settles them before resubmitting.
+        self._inflight: deque[asyncio.Future[None]] = deque()
         self._buffered = 0
         self._wake = asyncio.Event()
         self._write_lock = asyncio.Lock()
@@ -170,18 +160,28 @@ class TickRecorder:
                 await asyncio.sleep(self._retry_delay_s)
 
     async def flush(self) -> bool:
-        """Write every sealed batch in order; return False when a write failed (rows kept)."""
+        """Write every sealed batch in order; return False when a write failed (rows kept).
+
+        Every sealed batch is submitted at once (the writer pipelines them) and they are
+        settled oldest first, each popped only once committed.
+        """
         async with self._write_lock:
             while self._sealed:
-                pending = self._sealed[0]
+                while len(self._inflight) < len(self._sealed):
+                    batch = self._sealed[len(self._inflight)]
+                    self._inflight.append(self._writer.submit(batch.rows, batch.checkpoints()))
+                pending, written = self._sealed[0], self._inflight[0]
                 try:
-                    await self._run_sync(self._writer.write, pending.rows, pending.checkpoints())
+                    # Shielded: a cancelled flush leaves the write to finish; the next settles it.
+                    await asyncio.shield(written)
                 except Exception as exc:  # the database may come back: keep the rows, retry later
+                    await self._settle_after_failure()
                     self.stats.write_failures += 1
                     RECORDER_WRITE_FAILURES.inc()
                     self._report(Status.DEGRADED, f"write failed, retrying: {exc}")
                     log.warning("recorder: write of %d ticks failed: %s", len(pending.rows), exc)
                     return False
+                self._inflight.popleft()
                 self._sealed.popleft()
                 self._buffered -= len(pending.rows)
                 self.stats.recorded += len(pending.rows)
@@ -191,6 +191,13 @@ class TickRecorder:
                 self._report(Status.HEALTHY, "recording")
             return True
 
+    async def _settle_after_failure(self) -> None:
+        # The later writes fail unwritten (WriteSkipped) once one failed; wait for them
+        # all, then let the writer accept batches again for the retry.
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+        self._inflight.clear()
+        self._writer.reset()
+
     async def close(self) -> None:
         """Write everything buffered (shutdown path); one retry on failure, then report the loss."""
         self._seal()
@@ -198,6 +205,7 @@ class TickRecorder:
             lost = self._buffered
             log.error("recorder: %d ticks could not be written at shutdown", lost)
             self._report(Status.BLOCKED, f"{lost} ticks not written at shutdown")
+        await self._writer.close()
 
     def _report(self, status: Status, reason: str) -> None:
         if self._health is not None:

@@ -15,7 +15,7 @@ from feeds.recorder import TickRecorder
 from feeds.stream import FeedStream
 from feeds.stream_settings import feed_stream_settings
 from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import writer_for_database
+from feeds.tick_writer import pipelined_writer_for_database
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec
 from tradingsite.health import Status
@@ -50,7 +50,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             return
         names = [spec.name for spec in ctx.resources["feed_specs"]]
         keys = await database_sync_to_async(instrument_keys)(names)
-        writer = await database_sync_to_async(writer_for_database)()
+        writer = await database_sync_to_async(pipelined_writer_for_database)()
         recorder = TickRecorder(
             writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
             capacity=settings.RECORDER_CAPACITY, health=ctx.health,

@@ -1,14 +1,17 @@
-"""Synchronous batch writers of recorded ticks: COPY on PostgreSQL, bulk_create elsewhere.
+"""Batch writers of recorded ticks: COPY on PostgreSQL, bulk_create elsewhere.
 
-A writer is called from one thread at a time (the recorder's flush) and writes one
-batch of ticks plus the persisted checkpoints they advance in one transaction, so a
-crash never leaves a checkpoint ahead of the ticks it stands for.
+A writer writes one batch of ticks plus the persisted checkpoints they advance in one
+transaction, so a crash never leaves a checkpoint ahead of the ticks it stands for.
+The recorder drives a PipelinedWriter: on PostgreSQL a writer process
+(feeds.copy_process), else a synchronous writer run in the database thread.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Awaitable, Callable, Protocol, Sequence
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
@@ -40,6 +43,63 @@ class TickWriter(Protocol):
         ...
 
 
+class WriteSkipped(RuntimeError):
+    """A batch refused unwritten because an earlier one failed (see PipelinedWriter)."""
+
+
+class PipelinedWriter(Protocol):
+    """Batches written in submission order, each in its own transaction, while later
+    ones are already on their way. After a failed batch every later one fails with
+    WriteSkipped, unwritten, until `reset()`: a checkpoint never passes missing ticks."""
+
+    def submit(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> asyncio.Future[None]: ...
+
+    def reset(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+RunSync = Callable[[Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None], Sequence[TickRow], Sequence[CheckpointRow]], Awaitable[None]]
+
+
+async def run_in_db_thread(
+    write: Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None],
+    rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+) -> None:
+    from channels.db import database_sync_to_async
+
+    await database_sync_to_async(write)(rows, checkpoints)
+
+
+class InOrderWriter:
+    """A synchronous TickWriter as a PipelinedWriter: one write at a time, in order."""
+
+    def __init__(self, writer: TickWriter, run_sync: RunSync = run_in_db_thread) -> None:
+        self._writer = writer
+        self._run_sync = run_sync
+        self._lock = asyncio.Lock()  # FIFO: writes start in submission order
+        self._broken = False
+
+    def submit(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> asyncio.Future[None]:
+        return asyncio.ensure_future(self._write(rows, checkpoints))
+
+    async def _write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
+        async with self._lock:
+            if self._broken:
+                raise WriteSkipped("skipped: an earlier batch failed")
+            try:
+                await self._run_sync(self._writer.write, rows, checkpoints)
+            except Exception:
+                self._broken = True
+                raise
+
+    def reset(self) -> None:
+        self._broken = False
+
+    async def close(self) -> None:
+        return None
+
+
 def _upsert_checkpoints(checkpoints: Sequence[CheckpointRow]) -> None:
     if not checkpoints:
         return
@@ -58,13 +118,42 @@ def _upsert_checkpoints(checkpoints: Sequence[CheckpointRow]) -> None:
     )
 
 
+def copy_statement() -> str:
+    """The binary COPY into the tick table, columns in TickRow order."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in TICK_COLUMNS)
+    return f"COPY {quote(Tick._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)"
+
+
+def checkpoint_upsert_statement() -> str:
+    """PostgreSQL upsert of one checkpoint, parameters in CheckpointRow field order."""
+    quote = connection.ops.quote_name
+    fields = {f.name: f.column for f in StreamCheckpoint._meta.fields}
+    names = ["feed", "venue_symbol", "trade_id", "ts_event", "price", "volume", "side"]
+    columns = [fields[name] for name in names]
+    updated = [quote(column) for column in columns[2:]] + [quote(fields["updated_at"])]
+    return (
+        f"INSERT INTO {quote(StreamCheckpoint._meta.db_table)} "
+        f"({', '.join(quote(c) for c in columns)}, {quote(fields['updated_at'])}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))}, now()) "
+        f"ON CONFLICT ({quote(columns[0])}, {quote(columns[1])}) DO UPDATE SET "
+        + ", ".join(f"{column} = EXCLUDED.{column}" for column in updated)
+    )
+
+
+def postgres_conninfo() -> str:
+    """The default database's libpq connection string (for a process without Django)."""
+    from psycopg.conninfo import make_conninfo
+
+    params = connection.get_connection_params()
+    return make_conninfo(**{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"})
+
+
 class PostgresCopyWriter:
     """Binary COPY into the tick table through Django's own psycopg connection."""
 
     def __init__(self) -> None:
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(name) for name in TICK_COLUMNS)
-        self._statement = f"COPY {quote(Tick._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)"
+        self._statement = copy_statement()
 
     def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
         with transaction.atomic():
@@ -93,7 +182,27 @@ class BulkInsertWriter:
 
 
 def writer_for_database() -> TickWriter:
-    """Return the fastest writer the default database supports."""
+    """Return the fastest in-process writer the default database supports."""
     if connection.vendor == "postgresql":
         return PostgresCopyWriter()
     return BulkInsertWriter()
+
+
+def pipelined_writer_for_database() -> PipelinedWriter:
+    """Return the recorder's writer: COPY in a writer process on PostgreSQL (unless
+    RECORDER_WRITER_PROCESS is off), else the in-process writer, one batch at a time."""
+    if connection.vendor == "postgresql" and settings.RECORDER_WRITER_PROCESS:
+        from feeds.copy_process import CopyProcessWriter
+
+        return CopyProcessWriter(
+            conninfo=postgres_conninfo(), copy_sql=copy_statement(), types=_COPY_TYPES,
+            upsert_sql=checkpoint_upsert_statement(),
+        )
+    return InOrderWriter(writer_for_database())
+
+
+def as_pipelined(writer: TickWriter | PipelinedWriter, run_sync: RunSync = run_in_db_thread) -> PipelinedWriter:
+    """Return `writer` itself when it is pipelined, else an InOrderWriter around it."""
+    if hasattr(writer, "submit"):
+        return writer  # type: ignore[return-value]
+    return InOrderWriter(writer, run_sync)  # type: ignore[arg-type]

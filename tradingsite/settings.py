@@ -368,3 +368,6 @@ RECORDER_BATCH_SIZE = env.int("RECORDER_BATCH_SIZE", default=5000)
 RECORDER_FLUSH_INTERVAL_S = env.float("RECORDER_FLUSH_INTERVAL_S", default=0.5)
 # Ticks held in memory while the database is slow or down; beyond it they are dropped and counted.
 RECORDER_CAPACITY = env.int("RECORDER_CAPACITY", default=200_000)
+# On PostgreSQL the recorder's COPY runs in its own process (feeds.copy_worker), off the
+# feed's GIL; off: a thread of the feed's process writes one batch at a time.
+RECORDER_WRITER_PROCESS = env.bool("RECORDER_WRITER_PROCESS", default=True)

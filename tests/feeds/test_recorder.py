@@ -12,7 +12,9 @@ from feeds.market import FeedData, Side
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recorder import InstrumentKey, TickRecorder
 from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, writer_for_database
+from feeds.tick_writer import (
+    BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, pipelined_writer_for_database, writer_for_database,
+)
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status
@@ -197,3 +199,35 @@ async def test_events_that_are_not_trades_are_not_recorded() -> None:
     recorder.offer(FeedData("f", (mark, trade(1))))
     await recorder.close()
     assert [row[6] for row in writer.rows] == ["1"] and recorder.stats.unknown_symbol == 0
+
+
+async def test_a_failed_batch_stops_the_later_ones_and_all_are_retried_in_order() -> None:
+    writer = ListWriter()
+    failures = iter([False, True])  # the second write fails once
+
+    def write(rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
+        writer.fail = next(failures, False)
+        ListWriter.write(writer, rows, checkpoints)
+
+    writer.write = write  # type: ignore[method-assign]
+    recorder = TickRecorder(writer, KEYS, batch_size=1, flush_interval_s=60, run_sync=_direct)
+    for trade_id in (1, 2, 3):
+        recorder.offer(FeedData("f", (trade(trade_id),)))
+    assert await recorder.flush() is False
+    # The third batch was submitted with the others but refused unwritten: its
+    # checkpoint must not pass the missing second batch.
+    assert [row[6] for row in writer.rows] == ["1"]
+    assert [c.trade_id for c in writer.checkpoints] == ["1"]
+    assert recorder.buffered == 2
+    assert await recorder.flush() is True
+    assert [row[6] for row in writer.rows] == ["1", "2", "3"]
+    assert recorder.stats.recorded == 3 and recorder.stats.write_failures == 1
+
+
+@pytest.mark.needs_postgres
+@pytest.mark.django_db(transaction=True)
+def test_postgres_copy_process_writer_stores_exact_integers() -> None:
+    from feeds.copy_process import CopyProcessWriter
+
+    _record_through_database(pipelined_writer_for_database)
+    assert isinstance(pipelined_writer_for_database(), CopyProcessWriter)

@@ -1,0 +1,104 @@
+"""The tick writer process: binary COPY of recorded ticks, outside the feed's process.
+
+Run by `feeds.copy_process.CopyProcessWriter` as `python -m feeds.copy_worker`, with no
+Django: it reads the connection string from the environment (never argv, so it stays
+out of the process list), the SQL from its first frame, then one frame per batch.
+Frames both ways are a 4-byte big-endian length and a msgpack body:
+
+    parent -> worker   {"copy": sql, "types": [...], "upsert": sql}    once, first
+                       ["batch", batch_id, rows, checkpoints]
+                       ["reset"]
+    worker -> parent   [batch_id, None]         committed
+                       [batch_id, "reason"]     not written
+
+Each batch (ticks and the checkpoints they advance) is one transaction, in the order
+received. After a failed batch every later one is refused unwritten until "reset", so a
+checkpoint can never move past ticks that are not in the database.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from typing import Any, BinaryIO
+
+import msgspec
+import psycopg
+
+CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
+SKIPPED = "skipped: an earlier batch failed"
+_LENGTH = struct.Struct(">I")
+
+
+def read_frame(stream: BinaryIO, decode: Any) -> Any | None:
+    """Return the next decoded frame, or None at the end of the stream."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(head)
+    body = stream.read(length)
+    if len(body) < length:
+        return None
+    return decode(body)
+
+
+def frame(body: bytes) -> bytes:
+    return _LENGTH.pack(len(body)) + body
+
+
+class _Worker:
+    def __init__(self, conninfo: str, copy_sql: str, types: list[str], upsert_sql: str) -> None:
+        self._conninfo = conninfo
+        self._copy_sql = copy_sql
+        self._types = types
+        self._upsert_sql = upsert_sql
+        self._conn: psycopg.Connection[Any] | None = None
+        self.broken = False
+
+    def write(self, rows: list[list[Any]], checkpoints: list[list[Any]]) -> None:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self._conninfo)
+        with self._conn.transaction(), self._conn.cursor() as cursor:
+            if rows:
+                with cursor.copy(self._copy_sql) as copy:
+                    copy.set_types(self._types)
+                    for row in rows:
+                        copy.write_row(row)
+            if checkpoints:
+                cursor.executemany(self._upsert_sql, checkpoints)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
+def main() -> int:
+    decode = msgspec.msgpack.Decoder().decode
+    encode = msgspec.msgpack.Encoder().encode
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    hello = read_frame(source, decode)
+    if hello is None:
+        return 0
+    worker = _Worker(os.environ[CONNINFO_ENV], hello["copy"], hello["types"], hello["upsert"])
+    try:
+        while (message := read_frame(source, decode)) is not None:
+            if message[0] == "reset":
+                worker.broken = False
+                continue
+            _, batch_id, rows, checkpoints = message
+            error: str | None = SKIPPED if worker.broken else None
+            if error is None:
+                try:
+                    worker.write(rows, checkpoints)
+                except Exception as exc:  # reported to the recorder, which keeps the rows
+                    worker.broken = True
+                    error = f"{type(exc).__name__}: {exc}".strip()
+            sink.write(frame(encode([batch_id, error])))
+            sink.flush()
+    finally:
+        worker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
