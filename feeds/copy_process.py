@@ -65,15 +65,17 @@ class CopyProcessWriter:
         self._outgoing.append(frame(self._encode(["reset"])))
         self._kick()
 
-    async def close(self) -> None:
-        """Let the worker finish what it was sent, then stop it."""
+    async def close(self, *, timeout_s: float = 30.0) -> None:
+        """Let the worker finish what it was sent (up to `timeout_s`), then stop it."""
         if self._io is not None:
-            while self._waiting and not self._io.done():
+            deadline = asyncio.get_running_loop().time() + timeout_s
+            while self._waiting and not self._io.done() and asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.01)
             self._io.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._io
             self._io = None
+        self._fail_waiting("tick writer closed before the batch was committed")
         await self._stop_process()
 
     def _kick(self) -> None:

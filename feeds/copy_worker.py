@@ -18,6 +18,7 @@ checkpoint can never move past ticks that are not in the database.
 from __future__ import annotations
 
 import os
+import signal
 import struct
 import sys
 from typing import Any, BinaryIO
@@ -73,6 +74,11 @@ class _Worker:
 
 
 def main() -> int:
+    # Ctrl-C and a service manager's SIGTERM reach the whole process group; the parent
+    # flushes on its way out, so the worker keeps going and stops at the end of stdin
+    # (the parent closing it, or dying).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     decode = msgspec.msgpack.Decoder().decode
     encode = msgspec.msgpack.Encoder().encode
     source, sink = sys.stdin.buffer, sys.stdout.buffer
