@@ -194,7 +194,12 @@ class TickRecorder:
     async def _settle_after_failure(self) -> None:
         # The later writes fail unwritten (WriteSkipped) once one failed; wait for them
         # all, then let the writer accept batches again for the retry.
-        await asyncio.gather(*self._inflight, return_exceptions=True)
+        if self._inflight:
+            # asyncio.wait, not gather: a cancelled flush must not cancel the writes.
+            await asyncio.wait(self._inflight)
+        for written in self._inflight:
+            if not written.cancelled():
+                written.exception()  # retrieved: the failure is reported once, by flush
         self._inflight.clear()
         self._writer.reset()
 
