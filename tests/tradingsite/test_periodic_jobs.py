@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import subprocess
 import sys
 import uuid
@@ -12,13 +13,13 @@ from pathlib import Path
 import pytest
 from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from tests.helpers import async_eventually, eventually
 from tradingsite.celery import app as celery_app
 from tradingsite.models import ComponentHealth
-from tradingsite.runtime.periodic import run_periodic_job
+from tradingsite.runtime.periodic import _finish_when_cancelled, run_periodic_job
 from tradingsite.schedule import PERIODIC_JOBS, PeriodicJob, beat_schedule, job_named
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,11 +55,17 @@ async def test_embedded_runner_calls_the_same_task_on_its_cadence_and_records_th
     runner = asyncio.create_task(run_periodic_job(job_named("clear-expired-sessions")))
     try:
         async def cleared() -> bool:
-            return not await Session.objects.filter(session_key=expired).aexists()
+            try:
+                return not await Session.objects.filter(session_key=expired).aexists()
+            except OperationalError:  # SQLite's shared in-memory test database: the job's thread holds the table
+                return False
 
         await async_eventually(cleared, timeout_s=10)
     finally:
         runner.cancel()
+        # Cancelling waits for a run in progress to finish (its thread cannot be stopped).
+        await asyncio.gather(runner, return_exceptions=True)
+    assert runner.cancelled()
     assert await Session.objects.filter(session_key=live).aexists()
     health = await ComponentHealth.objects.aget(component="job:clear-expired-sessions")
     assert health.status == "HEALTHY" and health.reason.startswith("last run ok")
@@ -121,3 +128,27 @@ def test_celery_beat_and_a_real_worker_run_the_periodic_job_over_redis(tmp_path:
                 outputs.append(process.communicate()[0])
         print("beat:", outputs[0], "worker:", outputs[1], sep="\n")
     assert "tradingsite.tasks.clear_expired_sessions" in outputs[1], outputs[1]
+
+
+async def test_a_cancelled_run_lets_its_thread_finish_first() -> None:
+    from asgiref.sync import sync_to_async
+
+    started, release = threading.Event(), threading.Event()
+    finished: list[bool] = []
+
+    def work() -> None:
+        started.set()
+        release.wait(5)
+        finished.append(True)
+
+    task = asyncio.create_task(_finish_when_cancelled(sync_to_async(work, thread_sensitive=False)()))
+    assert await asyncio.to_thread(started.wait, 5)
+    task.cancel()
+    await asyncio.sleep(0.05)
+    task.cancel()  # the runtime cancels again while it waits
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert finished == [True]

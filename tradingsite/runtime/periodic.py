@@ -38,6 +38,25 @@ async def run_periodic_job(
             # A thread of its own, not Channels' shared database thread: a job may run
             # async code itself (async_to_sync), and a long job must not hold up the
             # runtime's own database calls. The task records its outcome as job health.
-            await sync_to_async(run_once, thread_sensitive=False)()
+            await _finish_when_cancelled(sync_to_async(run_once, thread_sensitive=False)())
         except Exception:
             log.warning("jobs: %s failed; next run in %ss", job.name, every_s)
+
+
+async def _finish_when_cancelled(run: Awaitable[None]) -> None:
+    """Await `run`; when cancelled, first let it finish, then re-raise the cancellation.
+
+    A thread cannot be interrupted: cancelling the await would only orphan it, still
+    inside its database transaction while the runtime (or a test) goes on tearing down.
+    A job is short, and the runtime's stop timeout still bounds the wait.
+    """
+    job = asyncio.ensure_future(run)
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        while not job.done():
+            try:
+                await asyncio.wait({job})
+            except asyncio.CancelledError:
+                continue  # the runtime cancels again while it waits; the job still ends first
+        raise
