@@ -28,12 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.postgres import ensure_database  # noqa: E402
-DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
-if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
+from bench.postgres import ensure_database, use_bench_database  # noqa: E402
+
+use_bench_database()
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 BATCH = 5000

@@ -1,7 +1,20 @@
 """The PostgreSQL database a benchmark measures against, created on first use."""
 from __future__ import annotations
 
+import os
 from urllib.parse import urlsplit
+
+DEFAULT_BENCH_DB = "postgres://postgres@127.0.0.1:5432/tradingsite_bench"
+
+
+def use_bench_database() -> str:
+    """Point Django (before setup) at PostgreSQL: DATABASE_URL if it is one, else
+    BENCH_DATABASE_URL, else DEFAULT_BENCH_DB; return the URL."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", DEFAULT_BENCH_DB)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    return os.environ["DATABASE_URL"]
 
 
 def ensure_database(url: str) -> None:

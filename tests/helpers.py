@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
-from typing import Awaitable, Callable, TypeVar
+import urllib.error
+import urllib.request
+from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -38,3 +41,16 @@ async def async_eventually(
             last = exc
         await asyncio.sleep(interval_s)
     raise AssertionError(f"condition not met within {timeout_s}s") from last
+
+
+def wait_site_ready(base: str, process: "subprocess.Popen[Any]", *, timeout_s: float = 60.0) -> None:
+    """Wait until the site subprocess at `base` answers /readyz with 200; fail if it exits."""
+
+    def ready() -> bool:
+        assert process.poll() is None, "the site exited early"
+        try:
+            return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    eventually(ready, timeout_s=timeout_s, interval_s=0.2)

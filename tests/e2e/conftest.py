@@ -13,15 +13,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from tests.helpers import eventually
+from tests.helpers import wait_site_ready
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
 
@@ -53,17 +51,6 @@ class Site:
         return result.stdout
 
 
-def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
-    def ready() -> bool:
-        assert process.poll() is None, "runsite exited early"
-        try:
-            return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
-        except (urllib.error.URLError, ConnectionError):
-            return False
-
-    eventually(ready, timeout_s=90, interval_s=0.25)
-
-
 @pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not Path(CHROMIUM).exists():
@@ -93,7 +80,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     process = subprocess.Popen([sys.executable, "-m", "tests.e2e.run_site", "--port", str(port)], cwd=ROOT, env=env,
                                stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait_ready(base, process)
+        wait_site_ready(base, process, timeout_s=90)
         yield Site(base, env, accounts["demo_account"], accounts["bob_account"], fake)
     finally:
         process.terminate()

@@ -10,14 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import websockets
 
-from tests.helpers import eventually
+from tests.helpers import eventually, wait_site_ready
 from tradingsite.demo import DEMO_INSTRUMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,17 +66,6 @@ async def receive_prices(url: str, cookie: str, origin: str) -> dict[str, str]:
     return prices
 
 
-def wait_ready(site: subprocess.Popen, base: str) -> None:  # type: ignore[type-arg]
-    def ready() -> bool:
-        assert site.poll() is None, "the site exited early"
-        try:
-            return urllib.request.urlopen(f"{base}/readyz", timeout=2).status == 200
-        except (urllib.error.URLError, ConnectionError):
-            return False
-
-    eventually(ready, timeout_s=60, interval_s=0.2)
-
-
 def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     env = site_env(tmp_path)
     manage(env, "migrate", "--noinput", "-v0")
@@ -89,7 +77,7 @@ def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path)
         [sys.executable, "manage.py", "runsite", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        wait_ready(site, base)
+        wait_site_ready(base, site)
         cookie = login(base)
         prices = asyncio.run(receive_prices(f"ws://127.0.0.1:{port}/ws/dashboard/", cookie, base))
         assert set(prices) == {symbol for symbol, *_ in DEMO_INSTRUMENTS}
@@ -160,7 +148,7 @@ def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> 
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
-        wait_ready(site, f"http://127.0.0.1:{port}")
+        wait_site_ready(f"http://127.0.0.1:{port}", site)
         site.send_signal(signal.SIGTERM)
         output, _ = site.communicate(timeout=30)
         assert site.returncode == 0, output
