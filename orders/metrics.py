@@ -18,3 +18,6 @@ RECONCILIATION_LAST_RUN = Gauge("orders_reconciliation_last_run_timestamp", "Uni
 CAPITAL_INVARIANT_VIOLATIONS = Counter(
     "orders_capital_invariant_violations_total", "Ledger checks or fills that broke the capital invariant"
 )
+SIGNAL_OUTCOMES = Counter(
+    "orders_signal_outcomes_total", "Signals by what became of them on each account", ["kind", "outcome"]
+)

@@ -5,11 +5,12 @@ feeds.market.SCALE (value times 10**8), as in the tick table: SQLite keeps only 
 significant digits of a DecimalField and sums it as float, and a ledger must add up
 exactly on both databases.
 """
-from orders.models.accounts import Account, Broker, TradeMode, TradeSetting
+from orders.models.accounts import Account, Broker, Reversal, TradeMode, TradeSetting
 from orders.models.audit import AuditEvent
 from orders.models.ledger import CapitalLedger, LedgerEntry
 from orders.models.lifecycle import Fill, Order, OrderIntent, OrderSide, OrderStatus, OrderType, Position, PositionSide
 from orders.models.locks import EntryLock
+from orders.models.outcomes import Outcome, SignalOutcome
 from orders.models.paper import PaperFill, PaperOrder
 
 __all__ = [
@@ -25,10 +26,13 @@ __all__ = [
     "OrderSide",
     "OrderStatus",
     "OrderType",
+    "Outcome",
     "PaperFill",
     "PaperOrder",
     "Position",
     "PositionSide",
+    "Reversal",
+    "SignalOutcome",
     "TradeMode",
     "TradeSetting",
 ]

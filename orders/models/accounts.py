@@ -46,6 +46,14 @@ class Account(models.Model):
         return f"{self.name} ({self.broker})"
 
 
+class Reversal(models.TextChoices):
+    # The exit is sent first; the opposite entry is placed once the exit has filled
+    # (confirmed by the broker's fill, live or through reconciliation).
+    AFTER_EXIT_FILL = "after_exit_fill", "Enter the other side once the exit has filled"
+    # The opposite entry is refused (recorded as position_open) while the position is open.
+    REFUSE = "refuse", "Refuse the opposite entry while a position is open"
+
+
 class TradeSetting(models.Model):
     """Lets one strategy trade on one account with a fixed quantity per entry."""
 
@@ -60,6 +68,12 @@ class TradeSetting(models.Model):
         choices=[("MARKET", "Market"), ("LIMIT", "Limit at the signal price")],
         default="MARKET",
         help_text="Entries only; exits are always market orders.",
+    )
+    reversal = models.CharField(
+        max_length=16,
+        choices=Reversal.choices,
+        default=Reversal.AFTER_EXIT_FILL,
+        help_text="What an entry does when the strategy reverses (exit then opposite entry on one tick).",
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

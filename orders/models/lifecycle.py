@@ -73,6 +73,11 @@ class OrderIntent(models.Model):
     state = models.CharField(max_length=9, choices=State.choices, default=State.PENDING)
     signal_kind = models.CharField(max_length=12, blank=True)
     signal_output_id = models.CharField(max_length=64, blank=True)
+    # Set when the broker's answer was lost (timeout, 5xx) and cleared never: the
+    # resolution path (reconciliation, lookup by client id, operator prompt) starts here.
+    unresolved_since = models.DateTimeField(null=True, blank=True)
+    # Set when no automatic path could resolve it and a person was asked to decide.
+    operator_prompted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
