@@ -184,6 +184,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Runtime knobs. Browser pushes are conflated: at most one per instrument per interval.
 DASHBOARD_PUSH_INTERVAL_S = env.float("DASHBOARD_PUSH_INTERVAL_S", default=0.25)
 HEALTH_REPORT_INTERVAL_S = env.float("HEALTH_REPORT_INTERVAL_S", default=2.0)
+# A clean stop (SIGINT/SIGTERM) drains in-flight trades and books the broker's fills
+# within this bound, then cancels what is left.
+RUNTIME_STOP_TIMEOUT_S = env.float("RUNTIME_STOP_TIMEOUT_S", default=20.0)
 # A component whose process stopped reporting for this long counts as BLOCKED.
 HEALTH_STALE_AFTER_S = env.float("HEALTH_STALE_AFTER_S", default=15.0)
 # Prometheus scrapers authenticate with this bearer token; staff sessions also work.

@@ -166,3 +166,54 @@ def test_feed_names_are_flattened_and_deduplicated(values, expected) -> None:
 def test_daphne_endpoint_escapes_ipv6() -> None:
     assert daphne_endpoint("127.0.0.1", 8000) == "tcp:port=8000:interface=127.0.0.1"
     assert daphne_endpoint("[::1]", 8001) == "tcp:port=8001:interface=\\:\\:1"
+
+
+async def test_a_clean_stop_runs_stop_hooks_last_registered_first_before_tasks_are_cancelled() -> None:
+    log: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            log.append("task cancelled")
+
+    async def start(ctx: RuntimeContext) -> None:
+        ctx.spawn("forever", forever())
+
+        async def first(timeout_s: float) -> None:
+            log.append("producer books closed")
+
+        async def second(timeout_s: float) -> None:
+            assert timeout_s > 0
+            await asyncio.sleep(0.01)
+            log.append("consumer drained")
+
+        ctx.on_stop("producer", first)
+        ctx.on_stop("consumer", second)
+
+    runtime = Runtime([StartupTask("start", Phase.DATA_FLOW, start)], stop_timeout_s=5)
+    run = asyncio.create_task(runtime.run())
+    while not runtime.started:
+        await asyncio.sleep(0.01)
+    runtime.request_stop()
+    assert await run == 0
+    assert log == ["consumer drained", "producer books closed", "task cancelled"]
+
+
+async def test_a_stop_hook_that_overruns_or_fails_does_not_block_the_stop() -> None:
+    async def start(ctx: RuntimeContext) -> None:
+        async def hangs(timeout_s: float) -> None:
+            await asyncio.Event().wait()
+
+        async def fails(timeout_s: float) -> None:
+            raise RuntimeError("broker gone")
+
+        ctx.on_stop("hangs", hangs)
+        ctx.on_stop("fails", fails)
+
+    runtime = Runtime([StartupTask("start", Phase.DATA_FLOW, start)], stop_timeout_s=0.5)
+    run = asyncio.create_task(runtime.run())
+    while not runtime.started:
+        await asyncio.sleep(0.01)
+    runtime.request_stop()
+    assert await asyncio.wait_for(run, 5) == 0

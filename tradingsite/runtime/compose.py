@@ -65,4 +65,4 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     tasks += metrics_startup_tasks()
     if periodic_jobs:
         tasks.append(_periodic_jobs())
-    return Runtime(tasks)
+    return Runtime(tasks, stop_timeout_s=settings.RUNTIME_STOP_TIMEOUT_S)

@@ -29,6 +29,9 @@ class Phase(IntEnum):
     DATA_BRIDGE = 5
 
 
+StopHook = Callable[[float], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class StartupTask:
     name: str
@@ -50,6 +53,7 @@ class RuntimeContext:
     resources: dict[str, Any] = field(default_factory=dict)
     exit_stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _stop_hooks: list[tuple[str, StopHook]] = field(default_factory=list)
     _fatal: asyncio.Future[BaseException] | None = None
 
     def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -58,6 +62,16 @@ class RuntimeContext:
         task.add_done_callback(self._on_done)
         self._tasks.append(task)
         return task
+
+    def on_stop(self, name: str, hook: StopHook) -> None:
+        """Run `hook(timeout_s)` at a clean stop, before any spawned task is cancelled.
+
+        Hooks run one after another, the last registered first (a consumer registered
+        after its producer drains before the producer's books are closed), each given
+        what is left of the runtime's stop timeout. A hook that fails or overruns is
+        logged and the stop goes on: stopping is never blocked for good.
+        """
+        self._stop_hooks.append((name, hook))
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or self._fatal is None or self._fatal.done():
@@ -133,8 +147,25 @@ class Runtime:
             stop_wait.cancel()
         return None
 
+    async def _run_stop_hooks(self, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        for name, hook in reversed(self.context._stop_hooks):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                log.warning("runtime: no time left for stop hook %s", name)
+                continue
+            try:
+                await asyncio.wait_for(hook(remaining), remaining)
+            except asyncio.TimeoutError:
+                log.warning("runtime: stop hook %s did not finish within %.1fs", name, remaining)
+            except Exception as exc:
+                log.error("runtime: stop hook %s failed: %r", name, exc, exc_info=exc)
+
     async def _teardown(self) -> None:
         loop = asyncio.get_running_loop()
+        # The hooks (draining in-flight trades, booking what the broker did) get most of
+        # the stop timeout; cancelling the tasks afterwards gets the rest.
+        await self._run_stop_hooks(loop.time() + self._stop_timeout_s * 0.8 if self.started else loop.time())
         deadline = loop.time() + self._stop_timeout_s
         pending = set(self.context._tasks)
         for task in reversed(self.context._tasks):
