@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Collection
+from typing import Awaitable, Callable, Collection, Mapping
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -96,6 +96,11 @@ class GateChange:
     held: tuple[str, ...] = ()
 
 
+# Told after every check (what changed, possibly nothing), with the feed's full held map
+# (venue symbol -> why), so a follower can retry what it could not do last time.
+GateListener = Callable[[str, GateChange, Mapping[str, str]], Awaitable[None]]
+
+
 class InstrumentMetadataGate:
     """Which subscribed instruments of each feed may be dialled and traded.
 
@@ -110,6 +115,11 @@ class InstrumentMetadataGate:
         self._timeout_s = timeout_s
         self._held: dict[str, dict[str, str]] = {}  # feed -> venue symbol -> why
         self._known: dict[str, set[str]] = {}  # feed -> venue symbols with known metadata
+        self._listeners: list[GateListener] = []
+
+    def add_listener(self, listener: GateListener) -> None:
+        """Call `listener` after every check (the Redis publisher follows the gate)."""
+        self._listeners.append(listener)
 
     def allows(self, feed: str, venue_symbol: str) -> bool:
         return venue_symbol in self._known.get(feed, set())
@@ -143,7 +153,13 @@ class InstrumentMetadataGate:
                     feed_name=spec.name, venue_name=spec.venue, venue_symbols=symbols, listing=listing
                 )
         missing = await database_sync_to_async(instruments_missing_metadata)(spec.name, spec.venue, symbols)
-        return self._update(spec.name, symbols, missing)
+        change = self._update(spec.name, symbols, missing)
+        for listener in list(self._listeners):
+            try:
+                await listener(spec.name, change, dict(missing))
+            except Exception:  # a follower's failure must not stop the gate (or the feed)
+                log.exception("metadata gate %s: listener %r failed", spec.name, listener)
+        return change
 
     def _update(self, feed: str, symbols: list[str], missing: dict[str, str]) -> GateChange:
         before = self._known.get(feed)

@@ -54,13 +54,14 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             raise FatalError(str(exc)) from None
         ctx.resources["feed_specs"] = specs
         ctx.resources["fanout"] = FeedFanout()
+        # Made here, checked in the next phase: followers (the Redis publisher) attach first.
+        ctx.resources["metadata_gate"] = InstrumentMetadataGate(ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S)
 
     async def open_metadata_gate(ctx: RuntimeContext) -> None:
-        gate = InstrumentMetadataGate(ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S)
+        gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
         specs = [spec for spec in ctx.resources["feed_specs"] if spec.instruments]
         # Concurrently: one venue's slow metadata endpoint must not hold the others back.
         await asyncio.gather(*(gate.check(spec, fetch=True) for spec in specs))
-        ctx.resources["metadata_gate"] = gate
 
     async def load_instrument_names(ctx: RuntimeContext) -> None:
         names = [spec.name for spec in ctx.resources["feed_specs"]]

@@ -1,8 +1,9 @@
 """Instrument metadata: fetched from the venue, stored on Instrument rows, published.
 
-Used twice, the same way: by the runtime's startup gate (no market data for an
-instrument before this lands) and by the hourly `refresh-instrument-metadata` job,
-which republishes the whole set every cycle: venues publish no change feed, and a
+Used the same way by the feed runtime's metadata gate (feeds.metadata_gate: no socket,
+no subscription and no trade for an instrument before this lands), by the Redis
+publisher's gate (no market data published before it), and by the hourly
+`refresh-instrument-metadata` job, which republishes the whole set every cycle: venues publish no change feed, and a
 reader that missed the one message announcing a tick change would never hear of it
 again. A venue without a metadata endpoint (the simulated one) is described by the
 site's own Instrument rows, published with source CONFIG.
@@ -142,6 +143,12 @@ def listing_failed(*, feed_name: str, venue_symbols: Collection[str], reason: st
     Instrument.objects.filter(feed__name=feed_name, venue_symbol__in=list(venue_symbols)).update(
         metadata_problem=reason[:300]
     )
+
+
+def stored_metadata(*, feed_name: str, venue_symbols: Collection[str]) -> list[InstrumentMetadata]:
+    """Return the stored metadata of instruments the venue's listing confirmed (source REST)."""
+    rows = Instrument.objects.filter(feed__name=feed_name, venue_symbol__in=list(venue_symbols)).order_by("pk")
+    return [_from_row(row, Source.REST) for row in rows]
 
 
 def _from_row(row: Instrument, source: Source, meta: InstrumentMeta | None = None) -> InstrumentMetadata:
