@@ -250,3 +250,30 @@ async def _count_above(count, symbol: str, floor: int) -> bool:  # type: ignore[
 async def _health_with(runtime: Runtime, status: Status) -> Health | None:
     health = _gate_health(runtime)
     return health if health.status is status else None
+
+
+async def test_the_running_site_shows_the_held_instruments_on_internal_health(fast_gate) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from tradingsite.runtime.compose import build_runtime
+
+    fast_gate.HEALTH_REPORT_INTERVAL_S = 0.05
+
+    def internal_health() -> dict[str, dict[str, str]]:
+        client = Client()
+        client.force_login(get_user_model().objects.get_or_create(username="ops", is_staff=True)[0])
+        body = client.get("/internal/health").json()
+        return {c["component"]: c for c in body["components"]}
+
+    async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
+        venue.listed = {"BTCUSDT"}
+        await database_sync_to_async(_binance_feed)(venue)
+        async with running(build_runtime(role="gate-test", feed_names=["bin"], periodic_jobs=False)):
+
+            async def gate_reported() -> dict[str, str] | None:
+                return (await database_sync_to_async(internal_health)()).get("metadata-gate:bin")
+
+            reported = await async_eventually(gate_reported, timeout_s=10)
+            assert reported["status"] == "DEGRADED"
+            assert reported["reason"] == "held for metadata (1): ETHUSDT: not listed by binance-usdm"
