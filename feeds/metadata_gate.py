@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Awaitable, Callable, Collection, Mapping
 
 from channels.db import database_sync_to_async
+from django.db import DatabaseError
 from django.utils import timezone
 from prometheus_client import Counter, Gauge
 
@@ -136,8 +137,22 @@ class InstrumentMetadataGate:
         """Fetch the feed's metadata from the venue (when `fetch`), then re-read what is known.
 
         A failed fetch is recorded on the rows and changes nothing else: metadata the
-        venue confirmed recently stays good until it is too old.
+        venue confirmed recently stays good until it is too old. A database that cannot
+        be read keeps the last state (nothing newly let through), said on health.
         """
+        try:
+            return await self._check(spec, fetch=fetch)
+        except DatabaseError as exc:
+            if spec.name not in self._known:
+                raise  # at startup: no state to keep, the runtime cannot start
+            log.warning("metadata gate %s: check failed: %r", spec.name, exc)
+            self._health.set(
+                health_component(spec.name), Status.DEGRADED,
+                f"metadata check failed ({exc!r}); keeping the last state: {self._held_text(spec.name)}"[:500],
+            )
+            return GateChange()
+
+    async def _check(self, spec: FeedSpec, *, fetch: bool) -> GateChange:
         symbols = [instrument.venue_symbol for instrument in spec.instruments]
         if fetch and venue_lists_metadata(spec.venue):
             listing: list[InstrumentMeta] | None = None
@@ -180,12 +195,16 @@ class InstrumentMetadataGate:
         self._report(feed, len(known))
         return GateChange(admitted, held)
 
-    def _report(self, feed: str, known: int) -> None:
-        held = self._held[feed]
+    def _held_text(self, feed: str) -> str:
+        held = self._held.get(feed, {})
         if not held:
+            return "none held"
+        return f"held for metadata ({len(held)}): " + "; ".join(f"{symbol}: {why}" for symbol, why in sorted(held.items()))
+
+    def _report(self, feed: str, known: int) -> None:
+        if not self._held[feed]:
             self._health.set(health_component(feed), Status.HEALTHY, f"metadata known for {known} instrument(s)")
             return
-        listed = "; ".join(f"{symbol}: {why}" for symbol, why in sorted(held.items()))
         # No instrument to stream at all blocks the feed; some held degrades it.
         status = Status.BLOCKED if known == 0 else Status.DEGRADED
-        self._health.set(health_component(feed), status, f"held for metadata ({len(held)}): {listed}"[:500])
+        self._health.set(health_component(feed), status, self._held_text(feed)[:500])

@@ -27,8 +27,8 @@ from feeds.stream import FeedStream
 from feeds.stream_settings import feed_stream_settings
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import pipelined_writer_for_database
-from feeds.venues import get_venue
 from feeds.redispub.metadata import venue_lists_metadata
+from feeds.venues import get_venue
 from feeds.venues.base import ExchangeVenue, FeedSpec
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask

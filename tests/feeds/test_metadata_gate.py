@@ -277,3 +277,55 @@ async def test_the_running_site_shows_the_held_instruments_on_internal_health(fa
             reported = await async_eventually(gate_reported, timeout_s=10)
             assert reported["status"] == "DEGRADED"
             assert reported["reason"] == "held for metadata (1): ETHUSDT: not listed by binance-usdm"
+
+
+async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_says_so(fast_gate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from django.db import OperationalError
+
+    from feeds import metadata_gate
+    from feeds.selectors import feed_specs_for_run
+    from tradingsite.health import HealthBoard
+
+    async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
+        venue.listed = {"BTCUSDT"}
+        await database_sync_to_async(_binance_feed)(venue)
+        [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
+        board = HealthBoard()
+        gate = metadata_gate.InstrumentMetadataGate(board)
+        await gate.check(spec, fetch=True)
+
+        def database_down(*args: object, **kwargs: object) -> dict[str, str]:
+            raise OperationalError("connection refused")
+
+        monkeypatch.setattr(metadata_gate, "instruments_missing_metadata", database_down)
+        venue.listed = set(SYMBOLS)
+        change = await gate.check(spec, fetch=True)
+
+    assert change == metadata_gate.GateChange()
+    assert gate.allows("bin", "BTCUSDT") and not gate.allows("bin", "ETHUSDT")
+    health = board.get("metadata-gate:bin")
+    assert health is not None and health.status is Status.DEGRADED
+    assert health.reason.startswith("metadata check failed (OperationalError('connection refused'))")
+    assert "ETHUSDT: not listed by binance-usdm" in health.reason
+
+
+async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(fast_gate) -> None:  # type: ignore[no-untyped-def]
+    from feeds import metadata_gate
+    from feeds.selectors import feed_specs_for_run
+    from tradingsite.health import HealthBoard
+
+    await database_sync_to_async(make_feed)("bin", SYMBOLS, venue="simulated")
+    [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
+    gate = metadata_gate.InstrumentMetadataGate(HealthBoard())
+    told: list[tuple[str, metadata_gate.GateChange]] = []
+
+    async def broken(feed: str, change: metadata_gate.GateChange, held: object) -> None:
+        raise RuntimeError("follower bug")
+
+    async def recording(feed: str, change: metadata_gate.GateChange, held: object) -> None:
+        told.append((feed, change))
+
+    gate.add_listener(broken)
+    gate.add_listener(recording)
+    change = await gate.check(spec, fetch=True)
+    assert change.admitted == SYMBOLS and told == [("bin", change)]
