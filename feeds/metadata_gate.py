@@ -17,6 +17,7 @@ or sets the gate here too. Trade plans read the same rows (`metadata_missing_rea
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Awaitable, Callable, Collection, Mapping
@@ -111,9 +112,19 @@ class InstrumentMetadataGate:
     `feed_metadata_gated_instruments` gauge.
     """
 
-    def __init__(self, health: HealthBoard, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, health: HealthBoard, *, timeout_s: float = 10.0, retry_s: float = 5.0, max_retry_s: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._health = health
         self._timeout_s = timeout_s
+        self._retry_s = retry_s
+        self._max_retry_s = max_retry_s
+        self._monotonic = monotonic
+        # Failed fetches in a row, and when the venue may be asked again (doubling waits:
+        # a listing that is down, or too big for the timeout, is not fetched in a loop).
+        self._failures: dict[str, int] = {}
+        self._next_fetch: dict[str, float] = {}
         self._held: dict[str, dict[str, str]] = {}  # feed -> venue symbol -> why
         self._known: dict[str, set[str]] = {}  # feed -> venue symbols with known metadata
         self._listeners: list[GateListener] = []
@@ -154,15 +165,23 @@ class InstrumentMetadataGate:
 
     async def _check(self, spec: FeedSpec, *, fetch: bool) -> GateChange:
         symbols = [instrument.venue_symbol for instrument in spec.instruments]
-        if fetch and venue_lists_metadata(spec.venue):
+        due = self._monotonic() >= self._next_fetch.get(spec.name, float("-inf"))
+        if fetch and due and venue_lists_metadata(spec.venue):
             listing: list[InstrumentMeta] | None = None
             try:
                 listing = await fetch_listing(spec.venue, spec.settings, timeout_s=self._timeout_s)
             except FETCH_FAILURES as exc:
-                log.warning("metadata gate %s: fetch failed: %r", spec.name, exc)
+                failures = self._failures[spec.name] = self._failures.get(spec.name, 0) + 1
+                wait_s = min(self._retry_s * 2 ** (failures - 1), self._max_retry_s)
+                self._next_fetch[spec.name] = self._monotonic() + wait_s
+                log.warning("metadata gate %s: fetch failed (%d in a row; next in %.1f s): %r",
+                            spec.name, failures, wait_s, exc)
                 await database_sync_to_async(listing_failed)(
                     feed_name=spec.name, venue_symbols=symbols, reason=f"fetch failed: {exc!r}"
                 )
+            else:
+                self._failures.pop(spec.name, None)
+                self._next_fetch.pop(spec.name, None)
             if listing is not None:
                 await database_sync_to_async(listing_apply)(
                     feed_name=spec.name, venue_name=spec.venue, venue_symbols=symbols, listing=listing

@@ -55,7 +55,9 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
         ctx.resources["feed_specs"] = specs
         ctx.resources["fanout"] = FeedFanout()
         # Made here, checked in the next phase: followers (the Redis publisher) attach first.
-        ctx.resources["metadata_gate"] = InstrumentMetadataGate(ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S)
+        ctx.resources["metadata_gate"] = InstrumentMetadataGate(
+            ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S, retry_s=settings.MARKET_DATA_METADATA_RETRY_S,
+        )
 
     async def open_metadata_gate(ctx: RuntimeContext) -> None:
         gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
@@ -164,8 +166,8 @@ async def _watch_metadata(
 ) -> None:
     """Re-check the feed's metadata for good; subscribe each instrument once it is known.
 
-    While an instrument is held the venue is asked again on every round; otherwise only
-    the stored rows are read (the hourly refresh, possibly in another process, writes
+    While an instrument is held the venue is asked again (after failed fetches the gate
+    doubles its wait, up to five minutes); otherwise only the stored rows are read (the hourly refresh, possibly in another process, writes
     them). An instrument already streaming whose metadata goes stale or unlisted keeps
     its subscription (it shares a socket with the others) but is held on health and in
     trade plans until a refresh confirms it again.

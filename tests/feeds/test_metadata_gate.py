@@ -329,3 +329,31 @@ async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(
     gate.add_listener(recording)
     change = await gate.check(spec, fetch=True)
     assert change.admitted == SYMBOLS and told == [("bin", change)]
+
+
+async def test_failed_fetches_ask_the_venue_again_after_doubling_waits(fast_gate) -> None:  # type: ignore[no-untyped-def]
+    from feeds import metadata_gate
+    from feeds.selectors import feed_specs_for_run
+    from tradingsite.health import HealthBoard
+
+    now = [1000.0]
+    async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
+        venue.metadata_down()
+        await database_sync_to_async(_binance_feed)(venue)
+        [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
+        gate = metadata_gate.InstrumentMetadataGate(HealthBoard(), retry_s=5, max_retry_s=12, monotonic=lambda: now[0])
+        asked = []
+        for at in (0, 1, 5, 9, 15, 20, 27, 39, 40):
+            now[0] = 1000.0 + at
+            await gate.check(spec, fetch=True)
+            asked.append(venue.stats.exchange_info_requests)
+        # Asked at 0, 5 s later (5), 10 s after that (15), then every 12 s, the cap (27, 39).
+        assert asked == [1, 1, 2, 2, 3, 3, 4, 5, 5]
+
+        venue.metadata_down(False)
+        now[0] = 1000.0 + 51
+        change = await gate.check(spec, fetch=True)
+        assert change.admitted == SYMBOLS
+        now[0] += 0.1  # a success resets the wait: the next check may ask at once
+        await gate.check(spec, fetch=True)
+        assert venue.stats.exchange_info_requests == 7
