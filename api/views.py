@@ -8,13 +8,14 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers
 from dashboard import selectors
-from orders.models import TradeSetting
+from orders.models import Outcome, TradeSetting
 from recovery.selectors import prompts_open_for_user
 from tradingsite.health_report import build_report
 from tradingsite.selectors import component_health_effective
@@ -85,14 +86,36 @@ class PositionViewSet(viewsets.ReadOnlyModelViewSet):
         return _filtered(selectors.positions_for_user(self.request.user), self.request, "account", "state")
 
 
-@extend_schema(parameters=[OpenApiParameter("strategy", int), OpenApiParameter("symbol", str), OpenApiParameter("kind", str)])
+_outcome_param = OpenApiParameter(
+    "outcome", str, enum=Outcome.values, description="Only signals with this outcome on one of your accounts."
+)
+
+
+@extend_schema(parameters=[
+    OpenApiParameter("strategy", int), OpenApiParameter("symbol", str), OpenApiParameter("kind", str), _outcome_param,
+])
 class SignalViewSet(viewsets.ReadOnlyModelViewSet):
-    """Signals of the strategies that trade on your accounts, newest first."""
+    """Signals of the strategies that trade on your accounts, newest first, each with its outcome per account."""
 
     serializer_class = serializers.SignalSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(selectors.signals_for_user(self.request.user), self.request, "strategy", "symbol", "kind")
+        signals = _filtered(selectors.signals_for_user(self.request.user), self.request, "strategy", "symbol", "kind")
+        outcome = self.request.query_params.get("outcome")
+        if outcome not in (None, ""):
+            if outcome not in Outcome.values:
+                raise ValidationError({"outcome": [f"{outcome!r} is not an outcome; one of: {', '.join(Outcome.values)}"]})
+            signals = selectors.signals_with_outcome(signals, self.request.user, outcome)
+        return signals
+
+    # Outcomes are attached to the page (or the one signal) in a single query: no query per signal.
+    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
+        page = super().paginate_queryset(queryset)
+        return None if page is None else selectors.signal_outcomes_attach(self.request.user, page)
+
+    def get_object(self) -> Any:
+        (signal,) = selectors.signal_outcomes_attach(self.request.user, [super().get_object()])
+        return signal
 
 
 class StrategyViewSet(viewsets.ReadOnlyModelViewSet):
