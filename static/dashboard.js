@@ -112,7 +112,8 @@
     }
     if (state === "pending") return { ...marker, shape: "square", color: "#e0c050", text: `${label} (pending)` };
     const first = [...entry.outcomes.values()][0];
-    return { ...marker, shape: "circle", color: "#8393a5", text: `${label}: not traded, ${first.reason || first.outcome_label}` };
+    const why = first.reason || first.outcome_label;
+    return { ...marker, shape: "circle", color: "#8393a5", text: `${label}: not traded, ${why.length > 40 ? why.slice(0, 39) + "…" : why}` };
   }
 
   function drawMarkers(state) {
