@@ -93,6 +93,8 @@ def test_a_traded_and_an_untraded_signal_show_their_outcomes_in_the_table_and_on
     page.wait_for_function("el => Number(el.dataset.markersTraded) > 0 && Number(el.dataset.markersNotTraded) > 0",
                            arg=chart.element_handle())
     screenshot(page, "signal-outcomes")
+    page.locator("#panel-signals").screenshot(path=str(ARTIFACTS / "signal-outcomes-table.png"))
+    page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"]').screenshot(path=str(ARTIFACTS / "signal-outcomes-chart.png"))
     page.context.close()
 
 
