@@ -75,7 +75,7 @@ def chart_signals(user: AbstractBaseUser, symbols: dict[tuple[str, str], str]) -
                 for row in signal.visible_outcomes  # type: ignore[attr-defined]
             ],
         })
-    drawn.sort(key=lambda row: row["occurrence_time_ms"])
+    drawn.sort(key=lambda row: row["occurrence_time_ms"])  # the chart needs its times in order
     return drawn
 
 

@@ -83,12 +83,13 @@
     const key = signalKey(row);
     let entry = signals.get(key);
     if (!entry) {
-      entry = { key, signal: null, outcomes: new Map() };
+      entry = { key, link: { strategy_id: row.strategy_id, output_id: row.output_id, kind: row.kind }, signal: null, outcomes: new Map() };
       signals.set(key, entry);
       if (signals.size > SIGNALS_KEPT) signals.delete(signals.keys().next().value);
     }
     return entry;
   }
+  function accountKey(outcome) { return outcome.account === null ? "" : String(outcome.account); }
   function outcomeState(outcome) {
     return outcome.traded ? "traded" : outcome.settled ? "not-traded" : "pending";
   }
@@ -242,7 +243,7 @@
     const badge = document.createElement("span");
     badge.className = "outcome " + outcomeState(outcome);
     badge.dataset.outcome = outcome.outcome;
-    badge.dataset.account = outcome.account === null ? "" : String(outcome.account);
+    badge.dataset.account = accountKey(outcome);
     badge.title = (outcome.account_name ? outcome.account_name + ": " : "") + (outcome.reason || outcome.outcome_label);
     badge.textContent = outcome.outcome_label;
     if (outcome.client_order_id) {
@@ -254,11 +255,17 @@
     return badge;
   }
 
-  function renderOutcomes(entry) {
-    const row = entry.signal ? signalRowFor(entry.signal) : null;
+  // Replace this account's badge (or the "pending" placeholder); other accounts' badges,
+  // server-rendered or pushed, stay.
+  function renderOutcome(entry, outcome) {
+    const row = signalRowFor(entry.link);
     const cell = row && row.querySelector(".outcomes");
-    if (!cell || !entry.outcomes.size) return; // the server-rendered cell stands until something newer arrives
-    cell.replaceChildren(...[...entry.outcomes.values()].map(outcomeBadge));
+    if (!cell) return;
+    cell.querySelectorAll('.outcome[data-outcome=""]').forEach((placeholder) => placeholder.remove());
+    const badge = outcomeBadge(outcome);
+    const previous = [...cell.querySelectorAll(".outcome")].find((b) => b.dataset.account === accountKey(outcome));
+    if (previous) previous.replaceWith(badge);
+    else cell.appendChild(badge);
   }
 
   function applySignalRow(signal) {
@@ -290,7 +297,8 @@
     row.appendChild(outcomes);
     table.prepend(row);
     while (table.children.length > 50) table.lastElementChild.remove();
-    renderOutcomes(signalEntry(signal));
+    const entry = signalEntry(signal);
+    entry.outcomes.forEach((outcome) => renderOutcome(entry, outcome));
   }
 
   function applySignal(signal) {
@@ -302,8 +310,8 @@
   // A pushed outcome (orders.outcomes): the latest decision per (signal, account) wins.
   function applyOutcome(outcome) {
     const entry = signalEntry(outcome);
-    entry.outcomes.set(outcome.account === null ? "none" : String(outcome.account), outcome);
-    renderOutcomes(entry);
+    entry.outcomes.set(accountKey(outcome), outcome);
+    renderOutcome(entry, outcome);
     redrawSignalMarker(entry);
   }
 
@@ -314,7 +322,7 @@
     JSON.parse(script.textContent).forEach((signal) => {
       const entry = signalEntry(signal);
       entry.signal = signal;
-      signal.outcomes.forEach((outcome) => entry.outcomes.set(outcome.account === null ? "none" : String(outcome.account), outcome));
+      signal.outcomes.forEach((outcome) => entry.outcomes.set(accountKey(outcome), outcome));
       applySignalMarker(signal);
     });
   }

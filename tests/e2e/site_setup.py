@@ -73,11 +73,14 @@ def record_outcomes(decisions_json: str) -> None:
     """Record outcomes of stored signals on an account, as the trade executor does when it decides.
 
     `decisions_json`: [{"signal_id", "account_id", "outcome", "reason", "client_order_id"}, ...].
+    Prints, as one JSON line, the `signal.outcome` events the site pushes for them: this
+    process's channel layer is its own (in-memory), so a test relays them to a browser.
     """
-    from orders.outcomes import signal_outcome_record
+    from orders.outcomes import outcome_event, signal_outcome_record
     from processor.models import StrategySignal
     from processor.signals import Signal, SignalKind
 
+    events = []
     for decision in json.loads(decisions_json):
         row = StrategySignal.objects.get(pk=decision["signal_id"])
         signal = Signal(
@@ -85,7 +88,9 @@ def record_outcomes(decisions_json: str) -> None:
             kind=SignalKind(row.kind), price=row.price_fixed, emitted_ns=int(row.emitted_at.timestamp() * 1e9),
             occurrence_ns=row.occurrence_ns, output_id=row.output_id,
         )
-        signal_outcome_record(
+        outcome = signal_outcome_record(
             signal=signal, account_id=decision["account_id"], outcome=decision["outcome"],
             reason=decision.get("reason", ""), client_order_id=decision.get("client_order_id", ""),
         )
+        events.append({**outcome_event(outcome), "account_name": outcome.account.name if outcome.account else ""})
+    print(json.dumps(events))

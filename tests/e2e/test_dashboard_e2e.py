@@ -44,11 +44,12 @@ def test_a_replayed_breakout_shows_as_a_signal_and_a_chart_marker(site: Site, br
     page.context.close()
 
 
-def record_outcomes(site: Site, decisions: list[dict]) -> None:
-    """Decide signals in the site's own database, as its trade executor does."""
+def record_outcomes(site: Site, decisions: list[dict]) -> list[dict]:
+    """Decide signals in the site's own database, as its trade executor does; return the events it pushes."""
     code = f"import django; django.setup(); from tests.e2e.site_setup import record_outcomes; record_outcomes({json.dumps(decisions)!r})"
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**site.env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
-                   check=True, timeout=120, capture_output=True)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**site.env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
+                            check=True, timeout=120, capture_output=True, text=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def outcome_badges(page, signal: dict) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -56,7 +57,7 @@ def outcome_badges(page, signal: dict) -> list[dict]:  # type: ignore[no-untyped
         f'#signals tbody tr[data-signal="{signal["output_id"]}"][data-kind="{signal["kind"]}"][data-strategy="{signal["strategy"]}"]'
     )
     return row.locator(".outcomes .outcome").evaluate_all(
-        "badges => badges.map(b => ({state: b.className.replace('outcome ', ''), outcome: b.dataset.outcome, text: b.textContent, title: b.title}))"
+        "badges => badges.map(b => ({state: b.className.replace('outcome ', ''), outcome: b.dataset.outcome, account: b.dataset.account, text: b.textContent, title: b.title}))"
     )
 
 
@@ -95,6 +96,60 @@ def test_a_traded_and_an_untraded_signal_show_their_outcomes_in_the_table_and_on
     screenshot(page, "signal-outcomes")
     page.locator("#panel-signals").screenshot(path=str(ARTIFACTS / "signal-outcomes-table.png"))
     page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"]').screenshot(path=str(ARTIFACTS / "signal-outcomes-chart.png"))
+    page.context.close()
+    # Bob trades the same strategy and sees the same signals, never demo's outcomes of them.
+    bob = open_dashboard(browser, site, "bob")
+    assert all(b["account"] != str(site.demo_account) for b in outcome_badges(bob, traded) + outcome_badges(bob, untraded))
+    assert order_id not in bob.locator("#panel-signals").text_content()
+    assert all(o["account"] != site.demo_account for s in api(bob, "/api/signals/?limit=50")["results"] for o in s["outcomes"])
+    bob.context.close()
+
+
+def test_an_outcome_pushed_to_the_socket_changes_the_signal_row_and_its_marker_in_place(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
+    sockets = []
+
+    def relay(ws) -> None:  # type: ignore[no-untyped-def]
+        ws.connect_to_server()  # everything the site sends still reaches the page
+        sockets.append(ws)
+
+    page = open_dashboard(browser, site, "demo", socket_route=relay)
+    chart = page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"] .chart')
+
+    def a_live_stored_breakout() -> dict | None:
+        # A row pushed live (not in the page's HTML) whose signal is stored, with its marker drawn.
+        live = page.eval_on_selector_all(
+            "#signals tbody tr.new",
+            "rows => rows.map(r => ({output_id: r.dataset.signal, kind: r.dataset.kind,"
+            " states: [...r.querySelectorAll('.outcome')].map(b => b.className.replace('outcome ', ''))}))",
+        )
+        stored = {(s["output_id"], s["kind"]): s for s in api(page, "/api/signals/?limit=20")["results"]}
+        found = next((row for row in live if (row["output_id"], row["kind"]) in stored), None)
+        return found and {**stored[(found["output_id"], found["kind"])], "states": found["states"]}
+
+    signal = eventually(a_live_stored_breakout, timeout_s=30, interval_s=0.5)
+    # Decide it the other way from what the row shows now, so the marker must change.
+    if "not-traded" in signal["states"]:
+        decision = {"outcome": "placed", "client_order_id": f"ts-{site.demo_account}-e2e-live"}
+        expect_state, expect_title, counter = "traded", "Traded", "data-markers-traded"
+    else:
+        decision = {"outcome": "insufficient_capital", "reason": "e2e: needs 101, 0 available"}
+        expect_state, expect_title, counter = "not-traded", "e2e: needs 101, 0 available", "data-markers-not-traded"
+    before = int(chart.get_attribute(counter) or 0)
+    (event,) = record_outcomes(site, [{"signal_id": signal["id"], "account_id": site.demo_account, **decision}])
+    assert event["type"] == "signal.outcome" and event["output_id"] == signal["output_id"]
+    # This site's channel layer is in-process: relay the push the decision made, as the layer would.
+    sockets[-1].send(json.dumps(event))
+
+    page.wait_for_function(
+        """([id, kind, outcome, state, title]) => {
+            const badge = document.querySelector(`#signals tr[data-signal="${id}"][data-kind="${kind}"] .outcome[data-outcome="${outcome}"]`);
+            return badge && badge.classList.contains(state) && badge.title.endsWith(title);
+        }""",
+        arg=[signal["output_id"], signal["kind"], decision["outcome"], expect_state, expect_title],
+    )
+    row = page.locator(f'#signals tr[data-signal="{signal["output_id"]}"][data-kind="{signal["kind"]}"]')
+    assert row.locator(".outcome").count() == 1  # demo's one account: its badge (or the placeholder) was replaced
+    page.wait_for_function(f"el => Number(el.getAttribute('{counter}')) > {before}", arg=chart.element_handle())
     page.context.close()
 
 
