@@ -116,13 +116,14 @@ def test_an_outcome_pushed_to_the_socket_changes_the_signal_row_and_its_marker_i
     chart = page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"] .chart')
 
     def a_live_stored_breakout() -> dict | None:
-        # A row pushed live (not in the page's HTML) whose signal is stored, with its marker drawn.
+        # A breakout row pushed live (not in the page's HTML) whose signal is stored, with its marker on the chart.
         live = page.eval_on_selector_all(
             "#signals tbody tr.new",
             "rows => rows.map(r => ({output_id: r.dataset.signal, kind: r.dataset.kind,"
             " states: [...r.querySelectorAll('.outcome')].map(b => b.className.replace('outcome ', ''))}))",
         )
-        stored = {(s["output_id"], s["kind"]): s for s in api(page, "/api/signals/?limit=20")["results"]}
+        breakouts = api(page, "/api/signals/?limit=20&symbol=" + REPLAY_SYMBOL)["results"]
+        stored = {(s["output_id"], s["kind"]): s for s in breakouts if s["strategy_name"] == BREAKOUT_STRATEGY}
         found = next((row for row in live if (row["output_id"], row["kind"]) in stored), None)
         return found and {**stored[(found["output_id"], found["kind"])], "states": found["states"]}
 
