@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -22,12 +23,28 @@ from tradingsite.selectors import component_health_effective
 from tradingsite.views import _database_ok
 
 
+# Ids and foreign keys are 64-bit on PostgreSQL; a larger number would fail in the database.
+_ID_RANGE = range(-(2**63), 2**63)
+
+
 def _filtered(queryset: QuerySet[Any], request: Request, *names: str) -> QuerySet[Any]:
-    """Apply exact-match query parameters (?status=FILLED&account=3) that name model fields."""
+    """Apply exact-match query parameters (?status=FILLED&account=3) that name model fields.
+
+    A value the field cannot hold (?account=abc) is a 400 naming the parameter, not a 500.
+    """
     for name in names:
         value = request.query_params.get(name)
-        if value not in (None, ""):
-            queryset = queryset.filter(**{name: value})
+        if value in (None, ""):
+            continue
+        field = queryset.model._meta.get_field(name)
+        if field.is_relation or isinstance(field, (models.IntegerField, models.AutoField)):
+            try:
+                number = int(value)
+            except ValueError:
+                number = None
+            if number is None or number not in _ID_RANGE:
+                raise ValidationError({name: [f"{value[:40]!r} is not an id"]})
+        queryset = queryset.filter(**{name: value})
     return queryset
 
 

@@ -181,3 +181,4 @@ def test_the_schema_documents_signal_outcomes_and_the_filter(shared: Shared) -> 
 
 def test_the_schema_is_valid_openapi_without_warnings() -> None:
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null", stdout=StringIO(), stderr=StringIO())
+
