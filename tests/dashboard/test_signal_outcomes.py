@@ -123,7 +123,7 @@ def test_the_admin_lists_outcomes_read_only_and_scoped_to_the_staff_members_acco
     body = listing.content.decode()
     assert "needs 500" in body and "ts-1-traded" not in body and "maintenance" not in body
     # The account filter in the sidebar lists bob's account only.
-    assert f"account__id__exact={alice.account.pk}" not in body
+    assert f"account__id__exact={bob.account.pk}" in body and f"account__id__exact={alice.account.pk}" not in body
     assert client.get("/admin/orders/signaloutcome/?outcome__exact=insufficient_capital").status_code == 200
     alices = SignalOutcome.objects.get(account=alice.account, output_id=traded.output_id)
     assert client.get(f"/admin/orders/signaloutcome/{alices.pk}/change/").status_code in (302, 404)
