@@ -208,3 +208,47 @@ async def test_upstox_positions_are_the_net_quantity_of_the_product_the_site_tra
         finally:
             await broker.close()
     assert (position.symbol, position.quantity) == ("NSE_EQ|INE848E01016", parse_fixed("6"))
+
+
+# ---- the pure pieces ----------------------------------------------------------------
+
+
+def test_hedge_mode_rows_are_summed_into_one_signed_net_and_flat_symbols_are_dropped() -> None:
+    from orders.brokers.binance_usdm import parse_position_risk
+
+    rows = [
+        {"symbol": "BTCUSDT", "positionSide": "LONG", "positionAmt": "0.500"},
+        {"symbol": "BTCUSDT", "positionSide": "SHORT", "positionAmt": "-0.200"},
+        {"symbol": "ETHUSDT", "positionSide": "BOTH", "positionAmt": "0.000"},
+    ]
+    [position] = parse_position_risk(rows)
+    assert (position.symbol, position.quantity) == ("BTCUSDT", parse_fixed("0.3"))
+
+
+def test_upstox_positions_of_another_product_are_not_the_sites_exposure() -> None:
+    from orders.brokers.upstox import parse_position_rows
+
+    rows = [
+        {"instrument_token": NHPC_TOKEN, "product": "D", "quantity": 50},
+        {"instrument_token": NHPC_TOKEN, "product": "I", "quantity": -3},
+    ]
+    [position] = parse_position_rows(rows, product="I")
+    assert (position.symbol, position.quantity) == (NHPC_TOKEN, -parse_fixed("3"))
+
+
+def test_a_busy_symbol_is_not_compared_but_one_the_site_never_traded_always_is() -> None:
+    from orders.brokers.base import BrokerPosition
+    from orders.exposure import SymbolBook, exposure_diff
+
+    site = {
+        "BTCUSDT": SymbolBook("BTCUSDT", (1,), parse_fixed("1"), busy=True),
+        "ETHUSDT": SymbolBook("ETHUSDT", (2,), parse_fixed("2"), busy=False),
+    }
+    broker = [BrokerPosition("BTCUSDT", parse_fixed("0.5")), BrokerPosition("SOLUSDT", parse_fixed("4"))]
+    mismatches = exposure_diff(site, broker, compared={"ETHUSDT"})
+    assert [(m.symbol, m.site, m.broker) for m in mismatches] == [
+        ("ETHUSDT", parse_fixed("2"), 0), ("SOLUSDT", 0, parse_fixed("4")),
+    ]
+
+
+NHPC_TOKEN = "NSE_EQ|INE848E01016"
