@@ -5,12 +5,13 @@ that oversold, a fill booked on a closed position, a trade made outside the site
 net of the account's open positions (long positive, short negative) per venue symbol
 is compared with the broker's own position; only a symbol with no working order and
 no pending intent is compared, and only under its entry lease, so an order in flight
-is never mistaken for a difference.
+is never mistaken for a difference. Accounts that trade through one venue key are
+compared together: the venue holds one position for all of them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from feeds.market import fixed_to_str
 from feeds.models import Instrument
@@ -24,7 +25,7 @@ class SymbolBook:
     """The site's side of one symbol of one account."""
 
     symbol: str
-    instrument_ids: tuple[int, ...]
+    entries: tuple[tuple[int, int], ...]  # (account, instrument) pairs trading this symbol
     net: int  # signed, fixed point
     busy: bool  # a working order or a pending intent: the exposure may move at any moment
 
@@ -39,38 +40,49 @@ class ExposureMismatch:
         return f"{self.symbol}: site net {fixed_to_str(self.site)}, broker net {fixed_to_str(self.broker)}"
 
 
-def site_exposure(account_id: int) -> dict[str, SymbolBook]:
-    """The account's net open position per venue symbol, over every instrument it ever traded."""
-    instrument_ids: set[int] = set(
-        Position.objects.filter(account_id=account_id).values_list("instrument_id", flat=True).distinct()
+def site_exposure(account_ids: Sequence[int]) -> dict[str, SymbolBook]:
+    """The combined net open position of `account_ids` per venue symbol, over every instrument they traded.
+
+    Several accounts are combined when they trade through one venue key: the venue
+    reports one position for all of them.
+    """
+    entries: set[tuple[int, int]] = set(
+        Position.objects.filter(account_id__in=account_ids).values_list("account_id", "instrument_id").distinct()
     )
-    instrument_ids |= set(
-        OrderIntent.objects.filter(account_id=account_id).values_list("instrument_id", flat=True).distinct()
+    entries |= set(
+        OrderIntent.objects.filter(account_id__in=account_ids).values_list("account_id", "instrument_id").distinct()
     )
-    symbol_of = dict(Instrument.objects.filter(pk__in=instrument_ids).values_list("pk", "venue_symbol"))
-    net: dict[int, int] = {}
+    symbol_of = dict(
+        Instrument.objects.filter(pk__in={i for _, i in entries}).values_list("pk", "venue_symbol")
+    )
+    net: dict[str, int] = {}
     for side, instrument_id, quantity in Position.objects.filter(
-        account_id=account_id, state=Position.State.OPEN
+        account_id__in=account_ids, state=Position.State.OPEN
     ).values_list("side", "instrument_id", "quantity"):
-        net[instrument_id] = net.get(instrument_id, 0) + (quantity if side == PositionSide.LONG else -quantity)
+        symbol = symbol_of[instrument_id]
+        net[symbol] = net.get(symbol, 0) + (quantity if side == PositionSide.LONG else -quantity)
     busy = set(
-        Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).values_list("instrument_id", flat=True)
+        Order.objects.filter(account_id__in=account_ids)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .values_list("account_id", "instrument_id")
     )
     busy |= set(
-        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).values_list(
-            "instrument_id", flat=True
+        OrderIntent.objects.filter(account_id__in=account_ids, state=OrderIntent.State.PENDING).values_list(
+            "account_id", "instrument_id"
         )
     )
-    books: dict[str, SymbolBook] = {}
-    for instrument_id, symbol in sorted(symbol_of.items()):
-        book = books.get(symbol)
-        books[symbol] = SymbolBook(
+    by_symbol: dict[str, list[tuple[int, int]]] = {}
+    for entry in sorted(entries):
+        by_symbol.setdefault(symbol_of[entry[1]], []).append(entry)
+    return {
+        symbol: SymbolBook(
             symbol=symbol,
-            instrument_ids=((book.instrument_ids if book else ()) + (instrument_id,)),
-            net=(book.net if book else 0) + net.get(instrument_id, 0),
-            busy=(book.busy if book else False) or instrument_id in busy,
+            entries=tuple(pairs),
+            net=net.get(symbol, 0),
+            busy=any(pair in busy for pair in pairs),
         )
-    return books
+        for symbol, pairs in sorted(by_symbol.items())
+    }
 
 
 def exposure_diff(

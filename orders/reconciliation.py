@@ -215,6 +215,8 @@ class ReconcileResult:
     unresolved: tuple[str, ...] = ()
     # Pending intents a person was asked to decide on (this pass or earlier).
     awaiting_decision: tuple[AwaitingDecision, ...] = ()
+    # The accounts whose combined exposure this pass compared (several on a shared venue key).
+    exposure_accounts: tuple[int, ...] = ()
 
     def halt_reason(self) -> str:
         """Why entries on this account must stop until a person looks; "" when they need not."""
@@ -329,6 +331,7 @@ async def reconcile_account(
     tracker: "ReconcileTracker | None" = None,
     lease_wait_s: float = 0.0,
     prompt_after_s: float = 300.0,
+    exposure_accounts: Sequence[int] | None = None,
     sleep: Sleep = asyncio.sleep,
 ) -> ReconcileResult:
     """Run one reconciliation pass for one account.
@@ -336,6 +339,9 @@ async def reconcile_account(
     `lease_wait_s` bounds how long the pass waits for the account's reconcile lease and
     for each pending intent's entry lease (0: skip at once, as the periodic pass does
     when another process is already reconciling; the restart rebuild waits one TTL).
+    `exposure_accounts` are the accounts whose combined net position this broker's
+    positions stand for (default: this account alone; several when they share one
+    venue key; empty: compared in another account's pass).
     """
     result = ReconcileResult(account_id)
     owner = new_owner_token()
@@ -346,18 +352,18 @@ async def reconcile_account(
         if lease_wait_s:
             result.skipped += f" (its lease was not released or expired within {lease_wait_s:.0f}s)"
         return result
-    held: list[str] = []
+    held: list[tuple[int, str]] = []  # (account, scope) leases this pass took
     try:
         account_prefix = client_id_prefix(prefix, account_id)
         claimed: list[_PendingRow] = []
         for row in await database_sync_to_async(_pending_rows)(account_id):
             scope = entry_scope(row.instrument_id)
-            if scope not in held:
+            if (account_id, scope) not in held:
                 if not await lease_take(
                     account_id=account_id, scope=scope, owner=owner, ttl_s=lock_ttl_s, wait_s=lease_wait_s, sleep=sleep
                 ):
                     continue  # the executor is placing it right now; the next pass asks
-                held.append(scope)
+                held.append((account_id, scope))
             claimed.append(row)
         local, symbol_of = await database_sync_to_async(_load_local)(account_id, account_prefix, claimed)
         symbols = sorted(set(symbol_of.values()))
@@ -391,15 +397,17 @@ async def reconcile_account(
             await database_sync_to_async(intents_unresolved_record)(
                 client_order_ids=list(result.unresolved), prompt_after_s=prompt_after_s
             )
-        await _check_exposure(result, account_id, broker, owner, lock_ttl_s, held, {o.symbol for o in open_orders})
+        group = (account_id,) if exposure_accounts is None else tuple(exposure_accounts)
+        if group:
+            await _check_exposure(result, group, broker, owner, lock_ttl_s, held, {o.symbol for o in open_orders})
         result.awaiting_decision = tuple(await database_sync_to_async(intents_awaiting_decision)(account_id=account_id))
         report = await database_sync_to_async(ledger_check)(account_id=account_id)
         result.invariant_problems = report.problems
         if report.problems:
             log.error("orders reconcile account %s: capital invariant: %s", account_id, "; ".join(report.problems))
     finally:
-        for scope in held:
-            await database_sync_to_async(lock_release)(account_id=account_id, scope=scope, owner=owner)
+        for lease_account, scope in held:
+            await database_sync_to_async(lock_release)(account_id=lease_account, scope=scope, owner=owner)
         await database_sync_to_async(lock_release)(account_id=account_id, scope=RECONCILE_SCOPE, owner=owner)
     if tracker is not None:
         tracker.record(result)
@@ -415,30 +423,33 @@ def _count(result: ReconcileResult, correction: object) -> None:
 
 async def _check_exposure(
     result: ReconcileResult,
-    account_id: int,
+    account_ids: tuple[int, ...],
     broker: Broker,
     owner: str,
     lock_ttl_s: float,
-    held: list[str],
+    held: list[tuple[int, str]],
     listed_symbols: set[str],
 ) -> None:
     """Compare the site's net position per symbol with the broker's; apply missed fills, raise the rest.
 
     Only quiet symbols are compared (nothing working at the site or the broker), each
-    under its entry lease so no order starts while the two sides are read.
+    under the entry leases of its instruments so no order starts while the two sides
+    are read.
     """
-    books = await database_sync_to_async(site_exposure)(account_id)
+    books = await database_sync_to_async(site_exposure)(account_ids)
     leased: set[str] = set()
     for symbol, book in books.items():
         if book.busy or symbol in listed_symbols:
             continue
-        scopes = [entry_scope(instrument_id) for instrument_id in book.instrument_ids]
         taken = True
-        for scope in scopes:
-            if scope in held:
+        for lease_account, instrument_id in book.entries:
+            lease = (lease_account, entry_scope(instrument_id))
+            if lease in held:
                 continue
-            if await database_sync_to_async(lock_acquire)(account_id=account_id, scope=scope, owner=owner, ttl_s=lock_ttl_s):
-                held.append(scope)
+            if await database_sync_to_async(lock_acquire)(
+                account_id=lease_account, scope=lease[1], owner=owner, ttl_s=lock_ttl_s
+            ):
+                held.append(lease)
             else:
                 taken = False  # an entry or exit is starting: compared next pass
         if taken:
@@ -446,47 +457,57 @@ async def _check_exposure(
     positions = await _read(result, "positions", broker.positions())
     if positions is None:
         return
-    books = await database_sync_to_async(site_exposure)(account_id)  # again, under the leases
+    books = await database_sync_to_async(site_exposure)(account_ids)  # again, under the leases
     compared = {symbol for symbol in leased if not books[symbol].busy}
     mismatches = exposure_diff(books, positions, compared=compared)
     if mismatches:
         since_ns = int((timezone.now() - EXPOSURE_FILL_LOOKBACK).timestamp() * 1e9)
         recent = await _read(result, "fills", broker.fills(symbols=[m.symbol for m in mismatches], since_ns=since_ns))
-        missed = await database_sync_to_async(_unbooked_fills)(account_id, recent or [])
-        for fill in missed:
+        missed = await database_sync_to_async(_unbooked_fills)(account_ids, recent or [])
+        for order_account, fill in missed:
             applied = await database_sync_to_async(lifecycle.lifecycle_apply_fill)(
-                account_id=account_id, fill=fill, via_reconciliation=True
+                account_id=order_account, fill=fill, via_reconciliation=True
             )
             if applied:
                 _count(result, ApplyFill(fill))
         if missed:
-            books = await database_sync_to_async(site_exposure)(account_id)
+            books = await database_sync_to_async(site_exposure)(account_ids)
             mismatches = exposure_diff(books, positions, compared=compared)
     for mismatch in mismatches:
         await database_sync_to_async(audit_record)(
             event="reconcile.exposure_mismatch",
-            account_id=account_id,
+            account_id=result.account_id,
             message=f"{mismatch.describe()}; no fill of ours explains it: an operator must look",
-            details={"symbol": mismatch.symbol, "site": fixed_to_str(mismatch.site), "broker": fixed_to_str(mismatch.broker)},
+            details={
+                "symbol": mismatch.symbol,
+                "site": fixed_to_str(mismatch.site),
+                "broker": fixed_to_str(mismatch.broker),
+                **({"accounts": list(account_ids)} if len(account_ids) > 1 else {}),
+            },
         )
         RECONCILIATION_EXPOSURE_MISMATCHES.inc()
         _count(result, mismatch)
     result.exposure_mismatches = tuple(mismatches)
+    result.exposure_accounts = account_ids
 
 
-def _unbooked_fills(account_id: int, fills: list[BrokerFill]) -> list[BrokerFill]:
-    """The broker's fills of orders the site has whose trade the site has not booked."""
-    ours = set(
-        Order.objects.filter(account_id=account_id, exchange_order_id__in={f.exchange_order_id for f in fills}).values_list(
-            "exchange_order_id", flat=True
-        )
+def _unbooked_fills(account_ids: tuple[int, ...], fills: list[BrokerFill]) -> list[tuple[int, BrokerFill]]:
+    """The broker's fills of orders the site has whose trade the site has not booked, with the order's account."""
+    account_of = dict(
+        Order.objects.filter(
+            account_id__in=account_ids, exchange_order_id__in={f.exchange_order_id for f in fills}
+        ).values_list("exchange_order_id", "account_id")
     )
     booked = set(
-        Fill.objects.filter(account_id=account_id, exchange_trade_id__in=[f.exchange_trade_id for f in fills]).values_list(
-            "exchange_trade_id", flat=True
-        )
+        Fill.objects.filter(
+            account_id__in=account_ids, exchange_trade_id__in=[f.exchange_trade_id for f in fills]
+        ).values_list("account_id", "exchange_trade_id")
     )
-    return [f for f in fills if f.exchange_order_id in ours and f.exchange_trade_id not in booked]
+    return [
+        (account_of[f.exchange_order_id], f)
+        for f in fills
+        if f.exchange_order_id in account_of and (account_of[f.exchange_order_id], f.exchange_trade_id) not in booked
+    ]
 
 
 async def _apply(correction: Correction, account_id: int, broker: Broker) -> None:

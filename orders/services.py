@@ -80,7 +80,9 @@ async def reconcile_all(
     if lease_wait_s is None:
         lease_wait_s = settings.ORDERS_LOCK_TTL_S + LEASE_TAKEOVER_MARGIN_S if rebuild else 0.0
     results: list[ReconcileResult] = []
-    for account_id, venue, mode in await database_sync_to_async(accounts_to_reconcile)():
+    accounts = await database_sync_to_async(accounts_to_reconcile)()
+    sharing = _accounts_sharing_a_broker(registry, accounts)
+    for account_id, venue, mode in accounts:
         result = ReconcileResult(account_id)
         try:
             broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
@@ -93,6 +95,7 @@ async def reconcile_all(
                     tracker=tracker,
                     lease_wait_s=lease_wait_s,
                     prompt_after_s=settings.ORDERS_UNRESOLVED_PROMPT_AFTER_S,
+                    exposure_accounts=sharing.get((account_id, venue, mode)),
                 ),
                 None if timeout_s is None else timeout_s + lease_wait_s,
             )
@@ -104,8 +107,38 @@ async def reconcile_all(
         results.append(result)
         reason = halt_reason(result, rebuild=rebuild)
         if reason and halt_entries is not None:
-            await database_sync_to_async(halt_entries)(account_id, reason)
+            # Exposure of a shared venue key cannot be pinned on one account: halt them all.
+            for halted in sorted({account_id, *(result.exposure_accounts if result.exposure_mismatches else ())}):
+                await database_sync_to_async(halt_entries)(halted, reason)
     return results
+
+
+def _accounts_sharing_a_broker(
+    registry: BrokerRegistry, accounts: list[tuple[int, str, str]]
+) -> dict[tuple[int, str, str], tuple[int, ...]]:
+    """For accounts trading through one venue key: whose pass compares their combined exposure.
+
+    The venue reports one position for every account on its key, so the combined net
+    is compared once, in the pass of the group's last account (after every account's
+    fills are booked); the others compare nothing. A key with one account is absent.
+    """
+    groups: dict[int, list[tuple[int, str, str]]] = {}
+    for row in accounts:
+        account_id, venue, mode = row
+        try:
+            broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
+        except BrokerNotConfigured:
+            continue
+        groups.setdefault(id(broker), []).append(row)
+    sharing: dict[tuple[int, str, str], tuple[int, ...]] = {}
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        members = tuple(sorted({account_id for account_id, _, _ in rows}))
+        for row in rows[:-1]:
+            sharing[row] = ()
+        sharing[rows[-1]] = members
+    return sharing
 
 
 def halt_reason(result: ReconcileResult, *, rebuild: bool) -> str:

@@ -241,8 +241,8 @@ def test_a_busy_symbol_is_not_compared_but_one_the_site_never_traded_always_is()
     from orders.exposure import SymbolBook, exposure_diff
 
     site = {
-        "BTCUSDT": SymbolBook("BTCUSDT", (1,), parse_fixed("1"), busy=True),
-        "ETHUSDT": SymbolBook("ETHUSDT", (2,), parse_fixed("2"), busy=False),
+        "BTCUSDT": SymbolBook("BTCUSDT", ((1, 1),), parse_fixed("1"), busy=True),
+        "ETHUSDT": SymbolBook("ETHUSDT", ((1, 2),), parse_fixed("2"), busy=False),
     }
     broker = [BrokerPosition("BTCUSDT", parse_fixed("0.5")), BrokerPosition("SOLUSDT", parse_fixed("4"))]
     mismatches = exposure_diff(site, broker, compared={"ETHUSDT"})
@@ -252,3 +252,32 @@ def test_a_busy_symbol_is_not_compared_but_one_the_site_never_traded_always_is()
 
 
 NHPC_TOKEN = "NSE_EQ|INE848E01016"
+
+
+async def test_accounts_on_one_venue_key_are_compared_together_and_halted_together(binance: FakeBinanceOrders) -> None:
+    first = await database_sync_to_async(make_setup)(broker="binance-usdm", mode="sandbox", quantity="0.01")
+    second = await database_sync_to_async(make_setup)(
+        broker="binance-usdm", mode="sandbox", quantity="0.02", strategy=first.strategy, instrument=first.instrument
+    )
+    broker = _binance(binance)
+    registry = BrokerRegistry(factories={("binance-usdm", "sandbox"): lambda: broker})
+    try:
+        executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())
+        assert await executor.handle(make_signal(first.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed", "placed"]
+        for client_id, order in binance.orders.items():
+            binance.execute(client_id, str(order.quantity), "50000")
+        # The venue holds 0.03 for the key; each account holds its own share of it.
+        results = await reconcile_all(registry=registry, halt_entries=entries_halt_by_reconciliation)
+        assert [r.exposure_mismatches for r in results] == [(), ()]
+        assert sum(r.corrections.get("ApplyFill", 0) for r in results) == 2
+
+        binance.trade_outside("BTCUSDT", "0.005")
+        results = await reconcile_all(registry=registry, halt_entries=entries_halt_by_reconciliation)
+    finally:
+        await broker.close()
+    [mismatch] = [m for r in results for m in r.exposure_mismatches]
+    assert (mismatch.site, mismatch.broker) == (parse_fixed("0.03"), parse_fixed("0.035"))
+    engaged = await database_sync_to_async(
+        lambda: set(KillSwitch.objects.filter(engaged=True).values_list("account_id", flat=True))
+    )()
+    assert engaged == {first.account.pk, second.account.pk}
