@@ -159,6 +159,8 @@ async def test_the_dashboard_lists_the_order_and_its_owner_releases_the_reservat
         row = panel[start:panel.index("</tr>", start)]
         for shown in (setup.account.name, NHPC, "BUY", ">10<", ">830<"):
             assert shown in row, shown
+        # The panel alone, as the browser refreshes it after a pushed change.
+        assert f'data-intent="{spec.client_order_id}"' in owner.get("/dashboard/panels/unresolved/").content.decode()
         url = f"/controls/intents/{spec.client_order_id}/release/"
         # No CSRF token: refused.
         assert owner.post(url, {"confirm": "yes"}).status_code == 403
