@@ -45,6 +45,8 @@ class ControlAction(models.TextChoices):
     TRADE_SETTING_DISABLE = "trade_setting.disable", "Trade setting disabled"
     KILL_SWITCH_ENGAGE = "kill_switch.engage", "Kill switch engaged"
     KILL_SWITCH_RELEASE = "kill_switch.release", "Kill switch released"
+    INTENT_RELEASE = "intent.release", "Unresolved order released (the broker never had it)"
+    INTENT_KEEP_WAITING = "intent.keep_waiting", "Kept waiting on an unresolved order"
 
 
 class ControlAudit(models.Model):

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from django.contrib.auth.models import AbstractBaseUser
 
 from dashboard import selectors
+from dashboard.decisions import unresolved_panel
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal, fixed_to_str
 from feeds.models import Instrument
@@ -153,6 +154,7 @@ PANELS: dict[str, Callable[[AbstractBaseUser], dict[str, Any]]] = {
     "accounts": accounts_panel,
     "controls": controls_panel,
     "health": health_panel,
+    "unresolved": unresolved_panel,
 }
 
 

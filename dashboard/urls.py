@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import views
+from dashboard import unresolved, views
 
 urlpatterns = [
     path("", views.dashboard_page, name="dashboard"),
@@ -8,4 +8,6 @@ urlpatterns = [
     path("controls/strategies/<int:pk>/", views.strategy_toggle, name="control-strategy"),
     path("controls/trade-settings/<int:pk>/", views.trade_setting_toggle, name="control-trade-setting"),
     path("controls/kill-switch/<str:scope>/", views.kill_switch_toggle, name="control-kill-switch"),
+    path("controls/intents/<str:client_order_id>/release/", unresolved.intent_release, name="control-intent-release"),
+    path("controls/intents/<str:client_order_id>/wait/", unresolved.intent_keep_waiting, name="control-intent-wait"),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 
 from orders.metrics import CAPITAL_INVARIANT_VIOLATIONS
@@ -187,7 +187,28 @@ class InvariantReport:
 
 
 def ledger_check(*, account_id: int) -> InvariantReport:
-    """Check one account: journal sums equal the ledger, reservations match open orders and positions, nothing negative."""
+    """Check one account: journal sums equal the ledger, reservations match open orders and positions, nothing negative.
+
+    Every read comes from one consistent snapshot. Trading writes the ledger and the
+    intents/orders/positions of a change in one transaction, so reads spread over
+    several statements would see half of a change (a reservation in the ledger and not
+    yet its intent) and report a violation that never existed. On its own this runs in
+    one REPEATABLE READ transaction on PostgreSQL (a single snapshot, no lock taken, so
+    trading is not held up); inside a caller's transaction, whose isolation is already
+    fixed, it takes the ledger row lock first, which every writer of the account takes
+    before anything else. On SQLite a transaction is always one snapshot.
+    """
+    if connection.in_atomic_block:
+        ledger_lock(account_id=account_id)
+        return _ledger_check_snapshot(account_id)
+    with transaction.atomic(durable=True):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        return _ledger_check_snapshot(account_id)
+
+
+def _ledger_check_snapshot(account_id: int) -> InvariantReport:
     from orders.models import Order, OrderIntent, Position
 
     ledger = CapitalLedger.objects.get(account_id=account_id)

@@ -21,3 +21,16 @@ CAPITAL_INVARIANT_VIOLATIONS = Counter(
 SIGNAL_OUTCOMES = Counter(
     "orders_signal_outcomes_total", "Signals by what became of them on each account", ["kind", "outcome"]
 )
+RECONCILIATION_EXPOSURE_MISMATCHES = Counter(
+    "orders_reconciliation_exposure_mismatches_total",
+    "Symbols whose net position at the broker differed from the site's, after missed fills were applied",
+)
+RECONCILIATION_DEGRADED_STEPS = Counter(
+    "orders_reconciliation_degraded_steps_total", "Broker reads a reconciliation pass went without", ["step"]
+)
+UNRESOLVED_PROMPTS = Counter(
+    "orders_unresolved_prompts_total", "Pending intents no broker read could resolve, raised to a person"
+)
+RECONCILIATION_AWAITING_DECISION = Gauge(
+    "orders_reconciliation_awaiting_decision", "Pending intents of the last pass waiting for a person's decision"
+)

@@ -8,6 +8,7 @@ reconciliation.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import deque
@@ -34,12 +35,28 @@ class PaperMatcher:
         self._refreshed_at = float("-inf")
         self._pending: deque[tuple[float, str, BrokerFill]] = deque(maxlen=PENDING_LIMIT)
         self.fills_applied = 0
+        self._stopped = False
+        self._matching = asyncio.Lock()
+
+    async def stop(self) -> None:
+        """Stop matching, as the exchange closes with the site; returns once a batch being matched is done.
+
+        The final reconciliation at a clean stop then reads a book that no longer moves.
+        """
+        self._stopped = True
+        async with self._matching:
+            return
 
     def order_placed(self, symbol: str) -> None:
         """Called by the paper broker after a placement in this process."""
         self._open_symbols.add(symbol)
 
     async def consume(self, batch: FeedData) -> None:
+        async with self._matching:
+            if not self._stopped:
+                await self._consume(batch)
+
+    async def _consume(self, batch: FeedData) -> None:
         now = self._clock()
         if now - self._refreshed_at >= self._refresh_s:
             self._open_symbols = await database_sync_to_async(paper_open_symbols)()

@@ -3,27 +3,38 @@
 Per account, under the account's reconcile lease: read the pending intents and working
 orders, ask the broker for its open orders, for every order we are unsure of, and for
 recent fills; `diff` turns the two views into corrections; each correction goes
-through the same handler the live path uses (seed 003 phase 5; never a raw status
-patch). The same pass runs at startup before trading resumes (restart rebuild).
+through the same handler the live path uses (never a raw status patch). Then the net
+position per symbol is compared with the broker's (orders.exposure): a missed fill is
+applied, any other difference is raised to an operator. Each broker read degrades on
+its own: a venue that cannot list orders is asked by client id, and an intent no read
+resolves is marked unresolved and, past a limit, put to a person (orders.resolution).
+The same pass runs at startup before trading resumes (restart rebuild) and once more
+at a clean stop.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence, TypeVar
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from feeds.market import fixed_to_str
 from orders import lifecycle
 from orders.audit import audit_record
 from orders.brokers.base import Broker, BrokerError, BrokerFill, BrokerOrder, OrderNotFound
 from orders.client_ids import client_id_prefix
+from orders.exposure import ExposureMismatch, exposure_diff, site_exposure
 from orders.ledger import ledger_check
 from orders.locks import RECONCILE_SCOPE, entry_scope, lock_acquire, lock_release, new_owner_token
 from orders.metrics import (
+    RECONCILIATION_AWAITING_DECISION,
+    RECONCILIATION_DEGRADED_STEPS,
+    RECONCILIATION_EXPOSURE_MISMATCHES,
     RECONCILIATION_LAST_RUN,
     RECONCILIATION_MISMATCHES,
     RECONCILIATION_MISSING_AT_BROKER,
@@ -31,6 +42,9 @@ from orders.metrics import (
 )
 from orders.models import Account, Fill, Order, OrderIntent
 from orders.models.lifecycle import TERMINAL_STATUSES, OrderStatus
+from orders.models.outcomes import Outcome
+from orders.outcomes import signal_outcome_settle
+from orders.resolution import AwaitingDecision, intents_awaiting_decision, intents_unresolved_record
 
 log = logging.getLogger(__name__)
 
@@ -182,33 +196,64 @@ _absent = object()
 
 # ---- the pass -----------------------------------------------------------------------
 
+# A missed fill explains an exposure difference only if the broker still lists it; a
+# day covers every venue's trade history endpoint (Upstox serves only today's trades).
+EXPOSURE_FILL_LOOKBACK = timedelta(hours=24)
+Sleep = Callable[[float], Awaitable[None]]
+
+
 @dataclass
 class ReconcileResult:
     account_id: int
     skipped: str = ""
     corrections: dict[str, int] = field(default_factory=dict)
     invariant_problems: tuple[str, ...] = ()
+    # Broker reads this pass went without (step -> why); each step degrades on its own.
+    degraded_steps: dict[str, str] = field(default_factory=dict)
+    exposure_mismatches: tuple[ExposureMismatch, ...] = ()
+    # Pending intents no broker read could resolve this pass.
+    unresolved: tuple[str, ...] = ()
+    # Pending intents a person was asked to decide on (this pass or earlier).
+    awaiting_decision: tuple[AwaitingDecision, ...] = ()
+    # The accounts whose combined exposure this pass compared (several on a shared venue key).
+    exposure_accounts: tuple[int, ...] = ()
+
+    def halt_reason(self) -> str:
+        """Why entries on this account must stop until a person looks; "" when they need not."""
+        reasons = []
+        if self.exposure_mismatches:
+            reasons.append("exposure mismatch " + "; ".join(m.describe() for m in self.exposure_mismatches))
+        if self.invariant_problems:
+            reasons.append("capital invariant " + "; ".join(self.invariant_problems))
+        return ", ".join(reasons)
 
 
-def _load_local(account_id: int, prefix: str, owner: str, lock_ttl_s: float) -> tuple[LocalState, dict[str, str], list[str]]:
-    """Read the account's state; take the entry lease of each pending intent's instrument (skipping busy ones)."""
-    pending = list(
-        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).values(
+@dataclass(frozen=True)
+class _PendingRow:
+    client_order_id: str
+    instrument_id: int
+    symbol: str
+
+
+def _pending_rows(account_id: int) -> list[_PendingRow]:
+    return [
+        _PendingRow(row["client_order_id"], row["instrument_id"], row["instrument__venue_symbol"])
+        for row in OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).values(
             "client_order_id", "instrument_id", "instrument__venue_symbol"
         )
+    ]
+
+
+def _load_local(account_id: int, prefix: str, claimed: list[_PendingRow]) -> tuple[LocalState, dict[str, str]]:
+    """Read the account's state; `claimed` are the pending intents whose entry lease this pass holds."""
+    # Re-read under the lease: an entry may have finished just before we took it.
+    still_pending = set(
+        OrderIntent.objects.filter(
+            client_order_id__in=[row.client_order_id for row in claimed], state=OrderIntent.State.PENDING
+        ).values_list("client_order_id", flat=True)
     )
-    held_scopes: list[str] = []
-    claimed: list[str] = []
-    symbol_of: dict[str, str] = {}
-    for row in pending:
-        scope = entry_scope(row["instrument_id"])
-        if scope in held_scopes or lock_acquire(account_id=account_id, scope=scope, owner=owner, ttl_s=lock_ttl_s):
-            if scope not in held_scopes:
-                held_scopes.append(scope)
-            # Re-read under the lease: the entry may have finished just before we took it.
-            if OrderIntent.objects.filter(client_order_id=row["client_order_id"], state=OrderIntent.State.PENDING).exists():
-                claimed.append(row["client_order_id"])
-                symbol_of[row["client_order_id"]] = row["instrument__venue_symbol"]
+    pending = [row for row in claimed if row.client_order_id in still_pending]
+    symbol_of = {row.client_order_id: row.symbol for row in pending}
     working = [
         (LocalOrder(o.client_order_id, o.exchange_order_id, o.status, o.filled_quantity), o.instrument.venue_symbol)
         for o in Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).select_related("instrument")
@@ -223,12 +268,12 @@ def _load_local(account_id: int, prefix: str, owner: str, lock_ttl_s: float) -> 
     state = LocalState(
         account_id=account_id,
         prefix=prefix,
-        pending_intents=tuple(claimed),
+        pending_intents=tuple(row.client_order_id for row in pending),
         working=tuple(o for o, _ in working),
         known_trade_ids=known_trades,
         known_client_ids=known_clients,
     )
-    return state, symbol_of, held_scopes
+    return state, symbol_of
 
 
 def _oldest_open_ns(account_id: int) -> int:
@@ -241,61 +286,242 @@ def _oldest_open_ns(account_id: int) -> int:
     return int((start - FILL_LOOKBACK).timestamp() * 1e9)
 
 
+async def lease_take(
+    *, account_id: int, scope: str, owner: str, ttl_s: float, wait_s: float = 0.0, sleep: Sleep = asyncio.sleep
+) -> bool:
+    """Take a lease, waiting with backoff up to `wait_s` while another owner holds it.
+
+    A lease left by a killed process frees itself at its expiry, so waiting one TTL
+    (plus a margin) is enough to take it over; a live holder renews or releases it.
+    """
+    deadline = time.monotonic() + wait_s
+    delay_s = 0.05
+    while not await database_sync_to_async(lock_acquire)(account_id=account_id, scope=scope, owner=owner, ttl_s=ttl_s):
+        if time.monotonic() + delay_s > deadline:
+            return False
+        await sleep(delay_s)
+        delay_s = min(delay_s * 2, 0.5)
+    return True
+
+
+T = TypeVar("T")
+
+
+async def _read(result: ReconcileResult, step: str, call: Awaitable[T]) -> T | None:
+    """One broker read; a failure degrades this step only and is recorded with its reason."""
+    try:
+        return await call
+    except BrokerError as exc:
+        _degrade(result, step, exc)
+        return None
+
+
+def _degrade(result: ReconcileResult, step: str, exc: BaseException) -> None:
+    if step not in result.degraded_steps:
+        RECONCILIATION_DEGRADED_STEPS.labels(step).inc()
+    result.degraded_steps[step] = str(exc) or type(exc).__name__
+
+
 async def reconcile_account(
-    *, account_id: int, broker: Broker, prefix: str, lock_ttl_s: float = 30.0, tracker: "ReconcileTracker | None" = None
+    *,
+    account_id: int,
+    broker: Broker,
+    prefix: str,
+    lock_ttl_s: float = 30.0,
+    tracker: "ReconcileTracker | None" = None,
+    lease_wait_s: float = 0.0,
+    prompt_after_s: float = 300.0,
+    exposure_accounts: Sequence[int] | None = None,
+    sleep: Sleep = asyncio.sleep,
 ) -> ReconcileResult:
-    """Run one reconciliation pass for one account."""
+    """Run one reconciliation pass for one account.
+
+    `lease_wait_s` bounds how long the pass waits for the account's reconcile lease and
+    for each pending intent's entry lease (0: skip at once, as the periodic pass does
+    when another process is already reconciling; the restart rebuild waits one TTL).
+    `exposure_accounts` are the accounts whose combined net position this broker's
+    positions stand for (default: this account alone; several when they share one
+    venue key; empty: compared in another account's pass).
+    """
     result = ReconcileResult(account_id)
     owner = new_owner_token()
-    if not await database_sync_to_async(lock_acquire)(
-        account_id=account_id, scope=RECONCILE_SCOPE, owner=owner, ttl_s=lock_ttl_s
+    if not await lease_take(
+        account_id=account_id, scope=RECONCILE_SCOPE, owner=owner, ttl_s=lock_ttl_s, wait_s=lease_wait_s, sleep=sleep
     ):
         result.skipped = "another process is reconciling this account"
+        if lease_wait_s:
+            result.skipped += f" (its lease was not released or expired within {lease_wait_s:.0f}s)"
         return result
-    held: list[str] = []
+    held: list[tuple[int, str]] = []  # (account, scope) leases this pass took
     try:
         account_prefix = client_id_prefix(prefix, account_id)
-        local, symbol_of, held = await database_sync_to_async(_load_local)(account_id, account_prefix, owner, lock_ttl_s)
+        claimed: list[_PendingRow] = []
+        for row in await database_sync_to_async(_pending_rows)(account_id):
+            scope = entry_scope(row.instrument_id)
+            if (account_id, scope) not in held:
+                if not await lease_take(
+                    account_id=account_id, scope=scope, owner=owner, ttl_s=lock_ttl_s, wait_s=lease_wait_s, sleep=sleep
+                ):
+                    continue  # the executor is placing it right now; the next pass asks
+                held.append((account_id, scope))
+            claimed.append(row)
+        local, symbol_of = await database_sync_to_async(_load_local)(account_id, account_prefix, claimed)
         symbols = sorted(set(symbol_of.values()))
-        open_orders = await broker.open_orders(symbols=symbols)
-        open_ids = {order.client_order_id for order in open_orders}
+        listed = await _read(result, "open_orders", broker.open_orders(symbols=symbols))
+        open_orders = listed or []
+        open_by_id = {order.client_order_id: order for order in open_orders}
         looked_up: dict[str, BrokerOrder | None] = {}
-        unsure = [*local.pending_intents, *(o.client_order_id for o in local.working if o.client_order_id not in open_ids)]
+        for client_id in local.pending_intents:
+            if client_id in open_by_id:
+                looked_up[client_id] = open_by_id[client_id]  # listed: no need to ask for it
+        unsure = [
+            *(cid for cid in local.pending_intents if cid not in looked_up),
+            *(o.client_order_id for o in local.working if o.client_order_id not in open_by_id),
+        ]
         for client_id in unsure:
             try:
                 looked_up[client_id] = await broker.fetch_order(client_order_id=client_id, symbol=symbol_of[client_id])
             except OrderNotFound:
                 looked_up[client_id] = None
+            except BrokerError as exc:
+                _degrade(result, "lookup", exc)  # unknown stays unknown: asked again next pass
         since_ns = await database_sync_to_async(_oldest_open_ns)(account_id)
         fill_symbols = sorted(set(symbols) | {o.symbol for o in open_orders})
-        fills = await broker.fills(symbols=fill_symbols, since_ns=since_ns) if fill_symbols else []
+        fills = (await _read(result, "fills", broker.fills(symbols=fill_symbols, since_ns=since_ns)) or []) if fill_symbols else []
         venue = VenueReport(tuple(open_orders), looked_up, tuple(fills))
-        corrections = diff(local, venue)
-        for correction in corrections:
+        for correction in diff(local, venue):
             await _apply(correction, account_id, broker)
-            kind = type(correction).__name__
-            result.corrections[kind] = result.corrections.get(kind, 0) + 1
-            if not isinstance(correction, MissingAtBroker):
-                RECONCILIATION_MISMATCHES.labels(kind).inc()
+            _count(result, correction)
+        result.unresolved = tuple(cid for cid in local.pending_intents if cid not in looked_up)
+        if result.unresolved:
+            await database_sync_to_async(intents_unresolved_record)(
+                client_order_ids=list(result.unresolved), prompt_after_s=prompt_after_s
+            )
+        group = (account_id,) if exposure_accounts is None else tuple(exposure_accounts)
+        if group:
+            await _check_exposure(result, group, broker, owner, lock_ttl_s, held, {o.symbol for o in open_orders})
+        result.awaiting_decision = tuple(await database_sync_to_async(intents_awaiting_decision)(account_id=account_id))
         report = await database_sync_to_async(ledger_check)(account_id=account_id)
         result.invariant_problems = report.problems
         if report.problems:
             log.error("orders reconcile account %s: capital invariant: %s", account_id, "; ".join(report.problems))
     finally:
-        for scope in held:
-            await database_sync_to_async(lock_release)(account_id=account_id, scope=scope, owner=owner)
+        for lease_account, scope in held:
+            await database_sync_to_async(lock_release)(account_id=lease_account, scope=scope, owner=owner)
         await database_sync_to_async(lock_release)(account_id=account_id, scope=RECONCILE_SCOPE, owner=owner)
     if tracker is not None:
         tracker.record(result)
     return result
 
 
+def _count(result: ReconcileResult, correction: object) -> None:
+    kind = type(correction).__name__
+    result.corrections[kind] = result.corrections.get(kind, 0) + 1
+    if not isinstance(correction, MissingAtBroker):
+        RECONCILIATION_MISMATCHES.labels(kind).inc()
+
+
+async def _check_exposure(
+    result: ReconcileResult,
+    account_ids: tuple[int, ...],
+    broker: Broker,
+    owner: str,
+    lock_ttl_s: float,
+    held: list[tuple[int, str]],
+    listed_symbols: set[str],
+) -> None:
+    """Compare the site's net position per symbol with the broker's; apply missed fills, raise the rest.
+
+    Only quiet symbols are compared (nothing working at the site or the broker), each
+    under the entry leases of its instruments so no order starts while the two sides
+    are read.
+    """
+    books = await database_sync_to_async(site_exposure)(account_ids)
+    leased: set[str] = set()
+    for symbol, book in books.items():
+        if book.busy or symbol in listed_symbols:
+            continue
+        taken = True
+        for lease_account, instrument_id in book.entries:
+            lease = (lease_account, entry_scope(instrument_id))
+            if lease in held:
+                continue
+            if await database_sync_to_async(lock_acquire)(
+                account_id=lease_account, scope=lease[1], owner=owner, ttl_s=lock_ttl_s
+            ):
+                held.append(lease)
+            else:
+                taken = False  # an entry or exit is starting: compared next pass
+        if taken:
+            leased.add(symbol)
+    positions = await _read(result, "positions", broker.positions())
+    if positions is None:
+        return
+    books = await database_sync_to_async(site_exposure)(account_ids)  # again, under the leases
+    compared = {symbol for symbol in leased if not books[symbol].busy}
+    mismatches = exposure_diff(books, positions, compared=compared)
+    if mismatches:
+        since_ns = int((timezone.now() - EXPOSURE_FILL_LOOKBACK).timestamp() * 1e9)
+        recent = await _read(result, "fills", broker.fills(symbols=[m.symbol for m in mismatches], since_ns=since_ns))
+        missed = await database_sync_to_async(_unbooked_fills)(account_ids, recent or [])
+        for order_account, fill in missed:
+            applied = await database_sync_to_async(lifecycle.lifecycle_apply_fill)(
+                account_id=order_account, fill=fill, via_reconciliation=True
+            )
+            if applied:
+                _count(result, ApplyFill(fill))
+        if missed:
+            books = await database_sync_to_async(site_exposure)(account_ids)
+            mismatches = exposure_diff(books, positions, compared=compared)
+    for mismatch in mismatches:
+        await database_sync_to_async(audit_record)(
+            event="reconcile.exposure_mismatch",
+            account_id=result.account_id,
+            message=f"{mismatch.describe()}; no fill of ours explains it: an operator must look",
+            details={
+                "symbol": mismatch.symbol,
+                "site": fixed_to_str(mismatch.site),
+                "broker": fixed_to_str(mismatch.broker),
+                **({"accounts": list(account_ids)} if len(account_ids) > 1 else {}),
+            },
+        )
+        RECONCILIATION_EXPOSURE_MISMATCHES.inc()
+        _count(result, mismatch)
+    result.exposure_mismatches = tuple(mismatches)
+    result.exposure_accounts = account_ids
+
+
+def _unbooked_fills(account_ids: tuple[int, ...], fills: list[BrokerFill]) -> list[tuple[int, BrokerFill]]:
+    """The broker's fills of orders the site has whose trade the site has not booked, with the order's account."""
+    account_of = dict(
+        Order.objects.filter(
+            account_id__in=account_ids, exchange_order_id__in={f.exchange_order_id for f in fills}
+        ).values_list("exchange_order_id", "account_id")
+    )
+    booked = set(
+        Fill.objects.filter(
+            account_id__in=account_ids, exchange_trade_id__in=[f.exchange_trade_id for f in fills]
+        ).values_list("account_id", "exchange_trade_id")
+    )
+    return [
+        (account_of[f.exchange_order_id], f)
+        for f in fills
+        if f.exchange_order_id in account_of and (account_of[f.exchange_order_id], f.exchange_trade_id) not in booked
+    ]
+
+
 async def _apply(correction: Correction, account_id: int, broker: Broker) -> None:
     if isinstance(correction, Adopt):
         await database_sync_to_async(lifecycle.lifecycle_persist)(broker_order=correction.order, via_reconciliation=True)
+        await database_sync_to_async(signal_outcome_settle)(
+            client_order_id=correction.order.client_order_id, outcome=Outcome.PLACED, reason="adopted: the broker has it"
+        )
     elif isinstance(correction, Abandon):
         await database_sync_to_async(lifecycle.intent_abandon)(
             client_order_id=correction.client_order_id, reason="the broker has no such order", via_reconciliation=True
+        )
+        await database_sync_to_async(signal_outcome_settle)(
+            client_order_id=correction.client_order_id, outcome=Outcome.ABANDONED, reason="the broker never had it"
         )
     elif isinstance(correction, ApplyFill):
         await database_sync_to_async(lifecycle.lifecycle_apply_fill)(
@@ -340,6 +566,8 @@ class ReconcileTracker:
         self.missing_in_db = 0
         self.invariant_violations = 0
         self.clean_passes = 0
+        self.exposure_mismatches = 0
+        self.awaiting_decision = 0
 
     def record(self, result: ReconcileResult) -> None:
         self.last_run = self._clock()
@@ -349,6 +577,9 @@ class ReconcileTracker:
         self.missing_in_db = result.corrections.get("Adopt", 0) + result.corrections.get("CancelForeign", 0)
         self.invariant_violations += 1 if result.invariant_problems else 0
         self.clean_passes = self.clean_passes + 1 if not corrections and not result.invariant_problems else 0
+        self.exposure_mismatches = len(result.exposure_mismatches)
+        self.awaiting_decision = len(result.awaiting_decision)
+        RECONCILIATION_AWAITING_DECISION.set(self.awaiting_decision)
         RECONCILIATION_LAST_RUN.set(self.last_run)
         RECONCILIATION_MISSING_AT_BROKER.set(self.missing_at_broker)
         RECONCILIATION_MISSING_IN_DB.set(self.missing_in_db)

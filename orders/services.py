@@ -3,15 +3,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db.models import Count, Sum
+from django.utils.module_loading import import_string
+
+from feeds.market import fixed_to_str
 
 from orders.brokers.registry import BrokerNotConfigured, BrokerRegistry
 from orders.ledger import ledger_open
-from orders.models import Account
+from orders.models import Account, Order, OrderIntent
+from orders.models.lifecycle import TERMINAL_STATUSES
 from orders.reconciliation import ReconcileResult, ReconcileTracker, accounts_to_reconcile, reconcile_account
 
 log = logging.getLogger(__name__)
@@ -47,13 +53,36 @@ def ledgers_open_all() -> int:
     return opened
 
 
+EntriesHalt = Callable[[int, str], object]
+# Past its TTL a dead process's lease is free; the margin covers clock steps between hosts.
+LEASE_TAKEOVER_MARGIN_S = 2.0
+
+
 async def reconcile_all(
-    *, registry: BrokerRegistry, tracker: ReconcileTracker | None = None, timeout_s: float | None = None
+    *,
+    registry: BrokerRegistry,
+    tracker: ReconcileTracker | None = None,
+    timeout_s: float | None = None,
+    halt_entries: EntriesHalt | None = None,
+    rebuild: bool = False,
+    lease_wait_s: float | None = None,
 ) -> list[ReconcileResult]:
-    """Run one reconciliation pass over every account; a failing account is reported, not fatal."""
+    """Run one reconciliation pass over every account; a failing account is reported, not fatal.
+
+    An account whose pass finds exposure or capital it cannot explain has its entries
+    halted through `halt_entries(account id, reason)` until a person releases them. The
+    restart rebuild (`rebuild`) waits for leases a killed process left until they
+    expire, and also halts an account whose pass was skipped or failed: trading must
+    not resume on an account nobody reconciled. `lease_wait_s` overrides how long a
+    pass waits for a held lease (default: one TTL and a margin at rebuild, else 0).
+    """
     await database_sync_to_async(ledgers_open_all)()
+    if lease_wait_s is None:
+        lease_wait_s = settings.ORDERS_LOCK_TTL_S + LEASE_TAKEOVER_MARGIN_S if rebuild else 0.0
     results: list[ReconcileResult] = []
-    for account_id, venue, mode in await database_sync_to_async(accounts_to_reconcile)():
+    accounts = await database_sync_to_async(accounts_to_reconcile)()
+    sharing = _accounts_sharing_a_broker(registry, accounts)
+    for account_id, venue, mode in accounts:
         result = ReconcileResult(account_id)
         try:
             broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
@@ -64,8 +93,11 @@ async def reconcile_all(
                     prefix=settings.ORDERS_CLIENT_ID_PREFIX,
                     lock_ttl_s=settings.ORDERS_LOCK_TTL_S,
                     tracker=tracker,
+                    lease_wait_s=lease_wait_s,
+                    prompt_after_s=settings.ORDERS_UNRESOLVED_PROMPT_AFTER_S,
+                    exposure_accounts=sharing.get((account_id, venue, mode)),
                 ),
-                timeout_s,
+                None if timeout_s is None else timeout_s + lease_wait_s,
             )
         except BrokerNotConfigured as exc:
             result.skipped = str(exc)
@@ -73,23 +105,129 @@ async def reconcile_all(
             log.warning("orders reconcile account %s (%s %s) failed: %r", account_id, venue, mode, exc)
             result.skipped = f"failed: {exc!r}"
         results.append(result)
+        reason = halt_reason(result, rebuild=rebuild)
+        if reason and halt_entries is not None:
+            # Exposure of a shared venue key cannot be pinned on one account: halt them all.
+            for halted in sorted({account_id, *(result.exposure_accounts if result.exposure_mismatches else ())}):
+                await database_sync_to_async(halt_entries)(halted, reason)
     return results
+
+
+def _accounts_sharing_a_broker(
+    registry: BrokerRegistry, accounts: list[tuple[int, str, str]]
+) -> dict[tuple[int, str, str], tuple[int, ...]]:
+    """For accounts trading through one venue key: whose pass compares their combined exposure.
+
+    The venue reports one position for every account on its key, so the combined net
+    is compared once, in the pass of the group's last account (after every account's
+    fills are booked); the others compare nothing. A key with one account is absent.
+    """
+    groups: dict[int, list[tuple[int, str, str]]] = {}
+    for row in accounts:
+        account_id, venue, mode = row
+        try:
+            broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
+        except BrokerNotConfigured:
+            continue
+        groups.setdefault(id(broker), []).append(row)
+    sharing: dict[tuple[int, str, str], tuple[int, ...]] = {}
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        members = tuple(sorted({account_id for account_id, _, _ in rows}))
+        for row in rows[:-1]:
+            sharing[row] = ()
+        sharing[rows[-1]] = members
+    return sharing
+
+
+def halt_reason(result: ReconcileResult, *, rebuild: bool) -> str:
+    """Why this pass leaves the account halted for entries; "" when it does not."""
+    reason = result.halt_reason()
+    if rebuild and result.skipped:
+        reason = ", ".join(filter(None, [f"restart rebuild did not complete: {result.skipped}", reason]))
+    return reason
 
 
 def summarize(results: list[ReconcileResult]) -> str:
     corrections = sum(sum(r.corrections.values()) for r in results)
     skipped = [f"{r.account_id}: {r.skipped}" for r in results if r.skipped]
     problems = [f"{r.account_id}: {'; '.join(r.invariant_problems)}" for r in results if r.invariant_problems]
+    exposure = [f"{r.account_id}: {m.describe()}" for r in results for m in r.exposure_mismatches]
+    waiting = [r for r in results if r.awaiting_decision]
+    degraded = [
+        f"{r.account_id}: {', '.join(f'{step} ({why})' for step, why in sorted(r.degraded_steps.items()))}"
+        for r in results
+        if r.degraded_steps
+    ]
     text = f"{len(results)} accounts, {corrections} corrections"
+    if exposure:
+        text += f", exposure mismatches {', '.join(exposure)}"
+    if waiting:
+        parts = [
+            f"{r.account_id}: {len(r.awaiting_decision)} reserving "
+            f"{fixed_to_str(sum(d.reserved for d in r.awaiting_decision))}"
+            for r in waiting
+        ]
+        text += f", orders needing a decision {', '.join(parts)}"
     if skipped:
         text += f", skipped {', '.join(skipped)}"
     if problems:
         text += f", capital invariant violations {', '.join(problems)}"
+    if degraded:
+        text += f", broker reads unavailable {'; '.join(degraded)}"
     return text
+
+
+def needs_operator(results: list[ReconcileResult]) -> bool:
+    """A pass left something only a person can settle: exposure nobody explains or an order awaiting a decision."""
+    return any(r.exposure_mismatches or r.awaiting_decision for r in results)
+
+
+@dataclass(frozen=True)
+class StopLeftovers:
+    """What a clean stop leaves unsettled: intents whose outcome is unknown, orders still working at the broker."""
+
+    pending_intents: int
+    pending_reserved: int
+    working_orders: int
+
+    @property
+    def anything(self) -> bool:
+        # A working order is recorded as the broker has it; only an unknown outcome is left undone.
+        return self.pending_intents > 0
+
+    def describe(self) -> str:
+        return (
+            f"{self.pending_intents} pending intents reserving {fixed_to_str(self.pending_reserved)}, "
+            f"{self.working_orders} orders working at the broker"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "pending_intents": self.pending_intents,
+            "pending_reserved": fixed_to_str(self.pending_reserved),
+            "working_orders": self.working_orders,
+        }
+
+
+def stop_leftovers() -> StopLeftovers:
+    pending = OrderIntent.objects.filter(state=OrderIntent.State.PENDING).aggregate(n=Count("pk"), reserved=Sum("reserved"))
+    working = Order.objects.exclude(status__in=TERMINAL_STATUSES).count()
+    return StopLeftovers(int(pending["n"] or 0), int(pending["reserved"] or 0), working)
 
 
 class CapitalInvariantViolated(RuntimeError):
     """A reconciliation pass found a ledger that does not add up; the job reports DEGRADED with it."""
+
+
+class ReconciliationNeedsOperator(RuntimeError):
+    """A pass found exposure it cannot explain or orders waiting for a decision; the job reports DEGRADED with it."""
+
+
+def entries_halt_from_settings() -> EntriesHalt:
+    """The kill-switch callable named by ORDERS_ENTRIES_HALT (orders does not import the dashboard)."""
+    return import_string(settings.ORDERS_ENTRIES_HALT)  # type: ignore[no-any-return]
 
 
 def reconcile_accounts() -> str:
@@ -104,7 +242,11 @@ def reconcile_accounts() -> str:
         auth_state = await _auth_state_for_worker()
         registry = broker_registry_from_settings(auth_state=auth_state)
         try:
-            results = await reconcile_all(registry=registry, timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S)
+            results = await reconcile_all(
+                registry=registry,
+                timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S,
+                halt_entries=entries_halt_from_settings(),
+            )
         finally:
             await registry.close()
             for provisioned in auth_state.provisioned.values():
@@ -115,6 +257,8 @@ def reconcile_accounts() -> str:
     summary = summarize(results)
     if any(result.invariant_problems for result in results):
         raise CapitalInvariantViolated(summary)
+    if needs_operator(results):
+        raise ReconciliationNeedsOperator(summary)
     return summary
 
 

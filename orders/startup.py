@@ -2,24 +2,43 @@
 
 SUBSCRIPTIONS: brokers are built and the restart rebuild runs: every account is
 reconciled against its broker (adopting orders placed before a crash, applying missed
-fills, releasing reservations of orders that never left) before any signal is traded.
+fills, releasing reservations of orders that never left, comparing net exposure)
+before any signal is traded; an account it cannot vouch for stays halted for entries.
+It also registers the clean stop's final reconciliation pass.
 DATA_FLOW: the paper exchange starts matching on live ticks and the trade executor
 subscribes to the processor's signals.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
 from django.conf import settings
 
+from orders.audit import audit_record
 from orders.brokers.paper import PaperFees
+from orders.brokers.registry import BrokerRegistry
 from orders.executor import COMPONENT as EXECUTOR_COMPONENT
 from orders.executor import ExecutorConfig, TradeExecutor, _never_halted
 from orders.paper_matching import PaperMatcher
-from orders.reconciliation import ReconcileTracker
-from orders.services import broker_registry_from_settings, reconcile_all, summarize
+from orders.reconciliation import ReconcileResult, ReconcileTracker
+from orders.services import (
+    broker_registry_from_settings,
+    halt_reason,
+    needs_operator,
+    reconcile_all,
+    stop_leftovers,
+    summarize,
+)
 from tradingsite.health import Status
 from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask
 
+log = logging.getLogger(__name__)
+
 BROKERS_RESOURCE = "brokers"
+# Of the final pass's time, what is kept to count and report what is left.
+STOP_REPORT_RESERVE_S = 0.5
 RECONCILE_COMPONENT = "orders:reconciliation"
 PAPER_COMPONENT = "orders:paper-broker"
 
@@ -34,6 +53,50 @@ def executor_config_from_settings() -> ExecutorConfig:
     )
 
 
+def rebuild_health(results: list[ReconcileResult], *, halting: bool) -> tuple[Status, str]:
+    """The reconciliation component's health after the restart rebuild, with the numbers."""
+    halted = [f"{r.account_id} ({reason})" for r in results if (reason := halt_reason(r, rebuild=True))]
+    degraded = bool(halted) or needs_operator(results)
+    text = f"restart rebuild: {summarize(results)}"
+    if halted:
+        text += f"; entries halted on accounts {', '.join(halted)}"
+        text += " until a person releases their kill switch" if halting else ", but no kill switch is wired in this process"
+    return (Status.DEGRADED if degraded else Status.HEALTHY), text
+
+
+async def final_reconcile(ctx: RuntimeContext, registry: BrokerRegistry, matcher: PaperMatcher, timeout_s: float) -> None:
+    """The clean stop's last pass: book every fill the broker matched, resolve every pending intent.
+
+    The paper exchange stops matching first, so the book read is the one the site
+    leaves behind. Bounded by the stop hook's time; what is left is logged, audited
+    and put on health.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s * 0.9
+    await matcher.stop()
+    results: list[ReconcileResult] = []
+    try:
+        results = await asyncio.wait_for(
+            reconcile_all(
+                registry=registry,
+                tracker=ctx.resources.get("reconcile_tracker"),
+                halt_entries=ctx.resources.get("entries_halt"),
+                lease_wait_s=max(min(settings.ORDERS_LOCK_TTL_S, (deadline - loop.time()) / 2), 0.0),
+            ),
+            max(deadline - loop.time() - STOP_REPORT_RESERVE_S, 0.01),
+        )
+    except asyncio.TimeoutError:
+        log.warning("orders: the final reconciliation did not finish within %.1fs", timeout_s)
+    left = await database_sync_to_async(stop_leftovers)()
+    text = f"final pass at stop: {summarize(results)}; left: {left.describe()}"
+    if left.anything:
+        log.warning("orders: %s", text)
+    else:
+        log.info("orders: %s", text)
+    await database_sync_to_async(audit_record)(event="reconcile.stop", account_id=None, message=text, details=left.as_dict())
+    ctx.health.set(RECONCILE_COMPONENT, Status.DEGRADED if left.anything else Status.HEALTHY, text)
+
+
 def orders_startup_tasks() -> list[StartupTask]:
     async def rebuild(ctx: RuntimeContext) -> None:
         matcher = PaperMatcher(
@@ -46,13 +109,21 @@ def orders_startup_tasks() -> list[StartupTask]:
         ctx.exit_stack.push_async_callback(registry.close)
         tracker = ReconcileTracker()
         ctx.resources["reconcile_tracker"] = tracker
+        halt_entries = ctx.resources.get("entries_halt")
+        # Trading starts only after this returns: the pass waits for leases a killed
+        # process left (until they expire), and every account it cannot vouch for has
+        # its entries halted until a person releases them.
         results = await reconcile_all(
-            registry=registry, tracker=tracker, timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S
+            registry=registry,
+            tracker=tracker,
+            timeout_s=settings.ORDERS_STARTUP_RECONCILE_TIMEOUT_S,
+            halt_entries=halt_entries,
+            rebuild=True,
         )
-        degraded = any(r.skipped or r.invariant_problems for r in results)
-        ctx.health.set(
-            RECONCILE_COMPONENT, Status.DEGRADED if degraded else Status.HEALTHY, f"restart rebuild: {summarize(results)}"
-        )
+        ctx.health.set(RECONCILE_COMPONENT, *rebuild_health(results, halting=halt_entries is not None))
+        # Registered here, before the executor's drain hook: hooks run last registered
+        # first, so this pass books what the drained executor and the broker left.
+        ctx.on_stop("orders-final-reconcile", lambda timeout_s: final_reconcile(ctx, registry, matcher, timeout_s))
 
     async def start_trading(ctx: RuntimeContext) -> None:
         registry = ctx.resources[BROKERS_RESOURCE]

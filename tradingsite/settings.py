@@ -316,6 +316,12 @@ ORDERS_PAPER_MAKER_FEE_BPS = env.int("ORDERS_PAPER_MAKER_FEE_BPS", default=2)
 # Startup reconciliation (restart rebuild) per account; past it the account is DEGRADED
 # and the periodic pass retries.
 ORDERS_STARTUP_RECONCILE_TIMEOUT_S = env.float("ORDERS_STARTUP_RECONCILE_TIMEOUT_S", default=15.0)
+# An entry whose broker outcome no read could resolve for this long is put to a person
+# (dashboard panel "Orders needing a decision").
+ORDERS_UNRESOLVED_PROMPT_AFTER_S = env.float("ORDERS_UNRESOLVED_PROMPT_AFTER_S", default=300.0)
+# What engages an account's kill switch when reconciliation finds exposure or capital it
+# cannot explain (the periodic job's wiring; the runtime injects the same callable).
+ORDERS_ENTRIES_HALT = "dashboard.halts.entries_halt_by_reconciliation"
 # Binance USD-M through ccxt: one key for every account on it (isolated by client-id prefix).
 ORDERS_BINANCE_API_KEY = env.str("ORDERS_BINANCE_API_KEY", default="")
 ORDERS_BINANCE_API_SECRET = env.str("ORDERS_BINANCE_API_SECRET", default="")

@@ -54,6 +54,14 @@ class BrokerFill:
     ts_event: int  # UTC ns
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerPosition:
+    """The account's net position in one symbol as the broker reports it."""
+
+    symbol: str
+    quantity: int  # signed, fixed point: long positive, short negative
+
+
 class BrokerError(Exception):
     """Base of broker failures; messages never carry a token."""
 
@@ -93,6 +101,9 @@ class Broker(Protocol):
 
     async def fills(self, *, symbols: Sequence[str], since_ns: int) -> list[BrokerFill]:
         """Return executions since `since_ns` on the given symbols."""
+
+    async def positions(self) -> list[BrokerPosition]:
+        """Return the account's non-zero net position per symbol; BrokerUnavailable when the venue cannot say."""
 
     async def close(self) -> None:
         """Release sessions; safe to call twice."""

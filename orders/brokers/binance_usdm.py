@@ -2,7 +2,7 @@
 
 ccxt signs and sends; this adapter uses its raw endpoint methods (POST/GET/DELETE
 /fapi/v1/order, GET /fapi/v1/openOrders, GET /fapi/v1/userTrades), whose responses
-keep Binance's decimal strings, so no price or quantity passes through float.
+keep Binance's decimal strings (and GET /fapi/v3/positionRisk for the net position), so no price or quantity passes through float.
 The sandbox switch is ccxt's demo trading (futures testnet is retired in ccxt);
 `fapi_url` points every fapi call at another host (a local fake in tests).
 
@@ -20,6 +20,7 @@ from feeds.market import fixed_to_str, parse_fixed
 from orders.brokers.base import (
     BrokerFill,
     BrokerOrder,
+    BrokerPosition,
     BrokerRejected,
     BrokerUnavailable,
     DuplicateClientOrderId,
@@ -77,6 +78,17 @@ def parse_trade(raw: dict[str, Any]) -> BrokerFill:
     )
 
 
+def parse_position_risk(rows: list[dict[str, Any]]) -> list[BrokerPosition]:
+    """Return positionRisk rows as one signed net per symbol (hedge mode's LONG and SHORT rows summed). Pure.
+
+    `positionAmt` is signed already: negative for a short, in one-way and hedge mode alike.
+    """
+    net: dict[str, int] = {}
+    for row in rows:
+        net[row["symbol"]] = net.get(row["symbol"], 0) + parse_fixed(row.get("positionAmt") or "0")
+    return [BrokerPosition(symbol, quantity) for symbol, quantity in sorted(net.items()) if quantity]
+
+
 class BinanceUsdmBroker:
     name = "binance-usdm"
 
@@ -95,6 +107,7 @@ class BinanceUsdmBroker:
             if self._fapi_url:
                 for key in ("fapiPublic", "fapiPrivate"):
                     exchange.urls["api"][key] = f"{self._fapi_url}/fapi/v1"
+                exchange.urls["api"]["fapiPrivateV3"] = f"{self._fapi_url}/fapi/v3"
             self._exchange = exchange
         return self._exchange
 
@@ -147,6 +160,9 @@ class BinanceUsdmBroker:
             )
             fills.extend(parse_trade(row) for row in rows)
         return fills
+
+    async def positions(self) -> list[BrokerPosition]:
+        return parse_position_risk(await self._call("fapiPrivateV3GetPositionRisk", {}))
 
     async def close(self) -> None:
         exchange, self._exchange = self._exchange, None

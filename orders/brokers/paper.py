@@ -16,11 +16,13 @@ from typing import Awaitable, Callable, Sequence
 
 from orders.db import in_db_thread
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
 from feeds.market import MarketData
 from orders.brokers.base import (
     BrokerFill,
     BrokerOrder,
+    BrokerPosition,
     BrokerRejected,
     DuplicateClientOrderId,
     OrderNotFound,
@@ -145,6 +147,19 @@ class PaperExchange:
         )
         return [_fill_report(fill, fill.order) for fill in fills]
 
+    def positions(self) -> list[BrokerPosition]:
+        """The net of this account's paper fills per symbol: bought minus sold."""
+        net: dict[str, int] = {}
+        rows = (
+            PaperFill.objects.filter(order__account_key=self.account_key)
+            .values("order__symbol", "order__side")
+            .annotate(total=Sum("quantity"))
+        )
+        for row in rows:
+            sign = 1 if row["order__side"] == OrderSide.BUY else -1
+            net[row["order__symbol"]] = net.get(row["order__symbol"], 0) + sign * int(row["total"] or 0)
+        return [BrokerPosition(symbol, quantity) for symbol, quantity in sorted(net.items()) if quantity]
+
 
 def paper_match(ticks: Sequence[MarketData], *, fees: PaperFees) -> list[tuple[str, BrokerFill]]:
     """Fill resting paper orders of every paper account against `ticks`; return (account_key, fill) pairs.
@@ -236,6 +251,9 @@ class PaperBroker:
 
     async def fills(self, *, symbols: Sequence[str], since_ns: int) -> list[BrokerFill]:
         return await in_db_thread(self.exchange.fills)(since_ns)
+
+    async def positions(self) -> list[BrokerPosition]:
+        return await in_db_thread(self.exchange.positions)()
 
     async def close(self) -> None:
         return None

@@ -9,8 +9,10 @@ Endpoints (upstox-python-sdk 2.30.0 paths, hosts from its Configuration):
     DELETE {order host}/v3/order/cancel?order_id=
     GET    {api host}/v2/order/retrieve-all            (today's order book)
     GET    {api host}/v2/order/trades/get-trades-for-day
+    GET    {api host}/v2/portfolio/short-term-positions  (net `quantity` per instrument and product)
 The sandbox host serves placement and cancel only (the SDK's sandbox_urls): sandbox
-accounts cannot be reconciled by reading orders back, and say so as an unknown outcome.
+accounts cannot be reconciled by reading orders, trades or positions back, and say so
+as an unknown outcome.
 Our client order id travels in `tag`; Upstox does not refuse a repeated tag, so a
 retry is never sent blindly: reconciliation looks the tag up in the order book first.
 """
@@ -27,6 +29,7 @@ from feeds.market import fixed_to_decimal
 from orders.brokers.base import (
     BrokerFill,
     BrokerOrder,
+    BrokerPosition,
     BrokerRejected,
     BrokerUnavailable,
     OrderNotFound,
@@ -80,6 +83,21 @@ def parse_trade_row(row: dict[str, Any], *, received_ns: int) -> BrokerFill:
         fee=0,
         ts_event=_timestamp_ns(row.get("exchange_timestamp") or row.get("order_timestamp"), received_ns),
     )
+
+
+def parse_position_rows(rows: list[dict[str, Any]], *, product: str) -> list[BrokerPosition]:
+    """Return the positions book as one signed net per instrument of `product`. Pure.
+
+    Only the product the site places counts: a delivery holding of the same
+    instrument is not exposure the site took.
+    """
+    net: dict[str, int] = {}
+    for row in rows:
+        if str(row.get("product", "")) != product:
+            continue
+        token = row["instrument_token"]
+        net[token] = net.get(token, 0) + to_fixed(Decimal(row.get("quantity") or 0))
+    return [BrokerPosition(symbol, quantity) for symbol, quantity in sorted(net.items()) if quantity]
 
 
 def _timestamp_ns(text: Any, fallback_ns: int) -> int:
@@ -200,6 +218,12 @@ class UpstoxBroker:
         payload = await self._request("GET", f"{self._api_url}/v2/order/trades/get-trades-for-day")
         now_ns = time.time_ns()
         return [parse_trade_row(row, received_ns=now_ns) for row in payload.get("data") or []]
+
+    async def positions(self) -> list[BrokerPosition]:
+        if self._sandbox:
+            raise BrokerUnavailable("upstox sandbox serves no position reads")
+        payload = await self._request("GET", f"{self._api_url}/v2/portfolio/short-term-positions")
+        return parse_position_rows(payload.get("data") or [], product=self._product)
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -32,12 +32,15 @@ def _health_reporting(role: str) -> StartupTask:
 
 
 def _entry_controls() -> StartupTask:
-    """Let the trade executor consult the dashboard's kill switches before every entry."""
+    """Let the trade executor consult the dashboard's kill switches before every entry,
+    and reconciliation engage an account's switch when it cannot vouch for the account."""
 
     async def start(ctx: RuntimeContext) -> None:
+        from dashboard.halts import entries_halt_by_reconciliation
         from dashboard.selectors import entries_halted
 
         ctx.resources["entry_gate"] = lambda account_id: entries_halted(account_id=account_id)
+        ctx.resources["entries_halt"] = entries_halt_by_reconciliation
 
     return StartupTask("load-entry-controls", Phase.ADD_FEEDS_AND_STRATEGIES, start)
 

@@ -5,12 +5,17 @@
     DELETE /fapi/v1/order       symbol + origClientOrderId | orderId      (-2011 Unknown order sent.)
     GET    /fapi/v1/openOrders  [symbol]
     GET    /fapi/v1/userTrades  symbol[, startTime, limit]
+    GET    /fapi/v3/positionRisk [symbol]  one-way mode rows (positionSide BOTH): signed positionAmt
+                                          of every symbol with a position or an open order
 
 Requests must carry X-MBX-APIKEY and a valid HMAC-SHA256 `signature` over the rest of
 the parameters, as Binance checks. A second order with a client id already used gets
 -4116 "ClientOrderId is duplicated.". Orders rest until the test executes them
 (`execute`); `place_requests` counts every POST, accepted or not; `fail_places`
-answers the next N placements with HTTP 503 (outcome unknown to the client).
+answers the next N placements with HTTP 503 (outcome unknown to the client);
+`unavailable` names endpoints (e.g. "openOrders", "userTrades", "positionRisk", "order")
+that answer every GET with 503; `trade_outside` books exposure no order of ours explains
+(a trade made in the venue's own app, a liquidation).
 """
 from __future__ import annotations
 
@@ -75,8 +80,11 @@ class FakeBinanceOrders:
         self.trades: list[dict[str, Any]] = []
         self.place_requests = 0
         self.fail_places = 0
+        self.unavailable: set[str] = set()
+        self.outside: dict[str, Decimal] = {}
         app = web.Application()
         app.router.add_route("*", "/fapi/v1/{endpoint}", self._handle)
+        app.router.add_route("*", "/fapi/v3/{endpoint}", self._handle)
         self._server = ThreadedServer(app)
 
     @property
@@ -124,6 +132,56 @@ class FakeBinanceOrders:
                 }
             )
 
+    def trade_outside(self, symbol: str, quantity: str) -> None:
+        """Change the account's position by a signed quantity without any order of ours."""
+        with self._lock:
+            self.outside[symbol] = self.outside.get(symbol, Decimal(0)) + Decimal(quantity)
+
+    def net_position(self, symbol: str) -> Decimal:
+        with self._lock:
+            return self._net()[symbol] if symbol in self._net() else Decimal(0)
+
+    def _net(self) -> dict[str, Decimal]:
+        net = dict(self.outside)
+        for trade in self.trades:
+            sign = 1 if trade["side"] == "BUY" else -1
+            net[trade["symbol"]] = net.get(trade["symbol"], Decimal(0)) + sign * Decimal(trade["qty"])
+        return net
+
+    def _position_rows(self, symbol: str | None) -> list[dict[str, Any]]:
+        net = self._net()
+        working = {o.symbol for o in self.orders.values() if o.status in ("NEW", "PARTIALLY_FILLED")}
+        rows = []
+        for name in sorted(set(net) | working):
+            if symbol not in (None, name) or (not net.get(name) and name not in working):
+                continue
+            amount = net.get(name, Decimal(0))
+            rows.append(
+                {
+                    "symbol": name,
+                    "positionSide": "BOTH",
+                    "positionAmt": str(amount),
+                    "entryPrice": "0",
+                    "breakEvenPrice": "0",
+                    "markPrice": "0",
+                    "unRealizedProfit": "0",
+                    "liquidationPrice": "0",
+                    "isolatedMargin": "0",
+                    "notional": "0",
+                    "marginAsset": "USDT",
+                    "isolatedWallet": "0",
+                    "initialMargin": "0",
+                    "maintMargin": "0",
+                    "positionInitialMargin": "0",
+                    "openOrderInitialMargin": "0",
+                    "adl": 0,
+                    "bidNotional": "0",
+                    "askNotional": "0",
+                    "updateTime": int(time.time() * 1000),
+                }
+            )
+        return rows
+
     # ---- the API ---------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -140,7 +198,11 @@ class FakeBinanceOrders:
             return _error(400, -1022, "Signature for this request is not valid.")
         params = dict(parse_qsl(unsigned))
         endpoint = request.match_info["endpoint"]
+        if request.method == "GET" and endpoint in self.unavailable:
+            return web.Response(status=503, text="Service Unavailable")
         with self._lock:
+            if endpoint == "positionRisk" and request.path.startswith("/fapi/v3/"):
+                return _ok(self._position_rows(params.get("symbol")))
             if endpoint == "order" and request.method == "POST":
                 return self._place(params)
             if endpoint == "order" and request.method == "GET":

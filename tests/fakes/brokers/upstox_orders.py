@@ -4,6 +4,8 @@
     DELETE /v3/order/cancel?order_id=           {"status":"success","data":{"order_id":id}}
     GET    /v2/order/retrieve-all               {"status":"success","data":[order book rows]}
     GET    /v2/order/trades/get-trades-for-day  {"status":"success","data":[trade rows]}
+    GET    /v2/portfolio/short-term-positions   {"status":"success","data":[position rows]}, net
+                                                `quantity` per instrument and product, from the trades
 
 Only `valid_tokens` are accepted; any other bearer gets 401 with UDAPI100050.
 """
@@ -68,6 +70,52 @@ class FakeUpstoxOrders:
                 }
             )
 
+    def _positions(self) -> list[dict[str, Any]]:
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for trade in self.trades:
+            key = (trade["instrument_token"], trade["product"])
+            row = rows.setdefault(
+                key,
+                {
+                    "exchange": trade["exchange"],
+                    "multiplier": 1.0,
+                    "value": 0.0,
+                    "pnl": 0.0,
+                    "product": trade["product"],
+                    "instrument_token": trade["instrument_token"],
+                    "average_price": None,
+                    "buy_value": 0.0,
+                    "overnight_quantity": 0,
+                    "day_buy_value": 0.0,
+                    "day_buy_price": 0.0,
+                    "overnight_buy_amount": 0.0,
+                    "overnight_buy_quantity": 0,
+                    "day_buy_quantity": 0,
+                    "day_sell_value": 0.0,
+                    "day_sell_price": 0.0,
+                    "overnight_sell_amount": 0.0,
+                    "overnight_sell_quantity": 0,
+                    "day_sell_quantity": 0,
+                    "quantity": 0,
+                    "last_price": 0.0,
+                    "unrealised": 0.0,
+                    "realised": 0.0,
+                    "sell_value": 0.0,
+                    "trading_symbol": trade["trading_symbol"],
+                    "tradingsymbol": trade["trading_symbol"],
+                    "close_price": 0.0,
+                    "buy_price": 0.0,
+                    "sell_price": 0.0,
+                },
+            )
+            if trade["transaction_type"] == "BUY":
+                row["day_buy_quantity"] += trade["quantity"]
+                row["quantity"] += trade["quantity"]
+            else:
+                row["day_sell_quantity"] += trade["quantity"]
+                row["quantity"] -= trade["quantity"]
+        return list(rows.values())
+
     async def _handle(self, request: web.Request) -> web.Response:
         auth = request.headers.get("Authorization", "")
         if not auth.startswith("Bearer ") or auth[7:] not in self.valid_tokens:
@@ -104,6 +152,8 @@ class FakeUpstoxOrders:
                 return _ok(list(self.orders.values()))
             if request.method == "GET" and request.path == "/v2/order/trades/get-trades-for-day":
                 return _ok(list(self.trades))
+            if request.method == "GET" and request.path == "/v2/portfolio/short-term-positions":
+                return _ok(self._positions())
         return _error(404, "UDAPI100060", "Resource not Found.")
 
 
