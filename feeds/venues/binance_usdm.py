@@ -21,12 +21,15 @@ from typing import Collection, Mapping, Sequence, Union
 
 import msgspec
 
-from feeds.market import BookTicker, FixedPointError, MarketData, MarketEvent, MarkPrice, Side
+from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.errors import (
+    DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_int, checked_price, checked_signed, checked_size,
+    checked_symbol, checked_trade_size,
+)
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
 from feeds.venues.settings import base_url
 
@@ -135,6 +138,7 @@ class ExchangeInfo(msgspec.Struct, frozen=True):
 
 
 _SELL, _BUY = Side.SELL, Side.BUY
+_MAX = MAX_FIXED
 _decode_combined = msgspec.json.Decoder(Combined).decode
 _decode_raw = msgspec.json.Decoder(Payload).decode  # type: ignore[arg-type]
 _decode_reply = msgspec.json.Decoder(Reply).decode
@@ -160,8 +164,8 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         # the checks inline rather than behind helper calls.
         if isinstance(payload, AggTrade):
             price, volume, ts_event = fixed(payload.p), fixed(payload.q), payload.T * 1_000_000
-            if price <= 0 or volume <= 0 or not MIN_TS_NS <= ts_event < MAX_TS_NS:
-                raise ParseError("number", f"aggTrade {payload.a}: price, quantity or time out of range")
+            if not (0 < price <= _MAX and 0 < volume <= _MAX and MIN_TS_NS <= ts_event < MAX_TS_NS and payload.s):
+                raise _refused_trade(payload, price, volume)
             # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side):
             # m = the buyer is the maker, so the seller was the aggressor.
             return [make_trade(payload.s, price, volume, ts_event, received_ns, str(payload.a), _SELL if payload.m else _BUY)]
@@ -172,6 +176,17 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         return [_mark_price(update, received_ns) for update in payload]  # !markPrice@arr
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
+
+
+def _refused_trade(trade: AggTrade, price: int, volume: int) -> ParseError:
+    """Say why an aggTrade failed the hot path's one combined check."""
+    try:
+        checked_price(price)
+        checked_trade_size(volume, "quantity")
+        checked_symbol(trade.s)
+    except ParseError as exc:
+        return exc
+    return ParseError("value", f"aggTrade {trade.a}: time out of range")
 
 
 def _decode_raw_or_reply(frame: bytes) -> Payload | None:
@@ -191,32 +206,29 @@ def _decode_raw_or_reply(frame: bytes) -> Payload | None:
 
 
 def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
-    mark, ts_event = fixed(update.p), update.E * 1_000_000
-    index = fixed(update.i) if update.i else None
-    if mark <= 0 or (index is not None and index <= 0) or not MIN_TS_NS <= ts_event < MAX_TS_NS:
-        raise ParseError("number", f"markPrice {update.s}: price or time out of range")
+    mark, ts_event = checked_price(fixed(update.p), "mark price"), update.E * 1_000_000
+    index = checked_price(fixed(update.i), "index price") if update.i else None
+    if not MIN_TS_NS <= ts_event < MAX_TS_NS:
+        raise ParseError("value", f"markPrice {update.s}: time out of range")
     # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price, funding_rate, next_funding_ns);
     # an empty rate means "no funding" (delivery contracts): absent, never zero.
     return make_mark_price(
-        update.s, mark, ts_event, received_ns, index,
-        fixed(update.r) if update.r else None,
+        checked_symbol(update.s), mark, ts_event, received_ns, index,
+        checked_signed(fixed(update.r), "funding rate") if update.r else None,
         ms_to_ns(update.T) if update.T else None,
     )
 
 
 def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
-    bid_size, ask_size = fixed(book.B), fixed(book.A)
-    if bid_size < 0 or ask_size < 0:
-        raise FixedPointError("negative book size")
     return make_book_ticker(
-        symbol=book.s,
-        bid_price=fixed_positive(book.b),
-        bid_size=bid_size,
-        ask_price=fixed_positive(book.a),
-        ask_size=ask_size,
+        symbol=checked_symbol(book.s),
+        bid_price=checked_price(fixed(book.b), "bid price"),
+        bid_size=checked_size(fixed(book.B), "bid size"),
+        ask_price=checked_price(fixed(book.a), "ask price"),
+        ask_size=checked_size(fixed(book.A), "ask size"),
         ts_event=ms_to_ns(book.T),
         ts_recv=received_ns,
-        sequence=book.u,
+        sequence=checked_int(book.u, "update id"),
     )
 
 
@@ -306,8 +318,8 @@ def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketD
         return [
             make_trade(
                 symbol=symbol.upper(),
-                price=fixed_positive(row.p),
-                volume=fixed_positive(row.q),
+                price=checked_price(fixed(row.p)),
+                volume=checked_trade_size(fixed(row.q), "quantity"),
                 ts_event=ms_to_ns(row.T),
                 ts_recv=received_ns,
                 trade_id=str(row.a),

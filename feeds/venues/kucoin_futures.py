@@ -30,8 +30,11 @@ from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_funding_rate, make_mark_price, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, json_fixed_positive, ms_to_ns
+from feeds.venues.errors import (
+    DECODE_FAILURES, as_parse_error, checked_int, checked_price, checked_signed, checked_size, checked_symbol,
+    checked_trade_size,
+)
+from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, ms_to_ns
 from feeds.venues.rest import fetch
 from feeds.venues.settings import base_url
 
@@ -176,8 +179,9 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
 
 def _topic_symbol(topic: str) -> str:
     prefix, colon, symbol = topic.partition(":")
-    if not colon or not symbol or "," in symbol:
+    if not colon or "," in symbol:
         raise ParseError("schema", f"topic names no single symbol: {topic!r}")
+    checked_symbol(symbol)
     return symbol
 
 
@@ -187,9 +191,9 @@ def _trade(match: Match, received_ns: int) -> MarketData:
     except KeyError:
         raise ParseError("schema", f"unknown side {match.side!r}") from None
     return make_trade(
-        symbol=match.symbol,
-        price=json_fixed_positive(match.price),
-        volume=json_fixed_positive(match.size),  # contracts, as sent
+        symbol=checked_symbol(match.symbol),
+        price=checked_price(json_fixed(match.price)),
+        volume=checked_trade_size(json_fixed(match.size)),  # contracts, as sent
         ts_event=checked_ns(match.ts),
         ts_recv=received_ns,
         trade_id=match.tradeId,
@@ -200,35 +204,32 @@ def _trade(match: Match, received_ns: int) -> MarketData:
 def _mark_price(symbol: str, mark: MarkIndexPrice, received_ns: int) -> MarkPrice:
     return make_mark_price(
         symbol=symbol,
-        mark_price=json_fixed_positive(mark.markPrice),
+        mark_price=checked_price(json_fixed(mark.markPrice), "mark price"),
         ts_event=ms_to_ns(mark.timestamp),
         ts_recv=received_ns,
-        index_price=json_fixed_positive(mark.indexPrice) if mark.indexPrice else None,
+        index_price=checked_price(json_fixed(mark.indexPrice), "index price") if mark.indexPrice else None,
     )
 
 
 def _funding_rate(symbol: str, funding: FundingRateData, received_ns: int) -> FundingRate:
     return make_funding_rate(
         symbol=symbol,
-        funding_rate=json_fixed(funding.fundingRate),
+        funding_rate=checked_signed(json_fixed(funding.fundingRate), "funding rate"),
         ts_event=ms_to_ns(funding.timestamp),
         ts_recv=received_ns,
     )
 
 
 def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
-    bid_size, ask_size = json_fixed(ticker.bestBidSize), json_fixed(ticker.bestAskSize)
-    if bid_size < 0 or ask_size < 0:
-        raise ParseError("number", "negative book size")
     return make_book_ticker(
-        symbol=ticker.symbol,
-        bid_price=json_fixed_positive(ticker.bestBidPrice),
-        bid_size=bid_size,
-        ask_price=json_fixed_positive(ticker.bestAskPrice),
-        ask_size=ask_size,
+        symbol=checked_symbol(ticker.symbol),
+        bid_price=checked_price(json_fixed(ticker.bestBidPrice), "bid price"),
+        bid_size=checked_size(json_fixed(ticker.bestBidSize), "bid size"),
+        ask_price=checked_price(json_fixed(ticker.bestAskPrice), "ask price"),
+        ask_size=checked_size(json_fixed(ticker.bestAskSize), "ask size"),
         ts_event=checked_ns(ticker.ts),
         ts_recv=received_ns,
-        sequence=ticker.sequence,
+        sequence=checked_int(ticker.sequence, "sequence"),
     )
 
 

@@ -17,9 +17,11 @@ import msgspec
 import orjson
 from django.core.exceptions import ValidationError
 
-from feeds.market import FixedPointError, MarketData, Side, parse_fixed
-from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError, StatelessStream
-from feeds.venues.numbers import ms_to_ns
+from feeds.market import MarketData, Side
+from feeds.venues.base import FeedSpec, InstrumentSpec, StatelessStream
+from feeds.venues.construct import make_trade
+from feeds.venues.errors import DECODE_FAILURES, as_parse_error, checked_price, checked_symbol, checked_trade_size
+from feeds.venues.numbers import fixed, ms_to_ns
 
 NAME = "simulated"
 CHANNELS = frozenset({"trades"})
@@ -152,21 +154,17 @@ class SimulatedVenue:
             if _decode_type(frame).e != "trade":
                 return []
             trade = _decode_trade(frame)
-            return [MarketData(
-                symbol=trade.s,
-                price=parse_fixed(trade.p),
-                volume=parse_fixed(trade.q),
+            return [make_trade(
+                symbol=checked_symbol(trade.s),
+                price=checked_price(fixed(trade.p)),
+                volume=checked_trade_size(fixed(trade.q)),
                 ts_event=ms_to_ns(trade.T),
                 ts_recv=received_ns,
                 trade_id=str(trade.t),
                 side=Side.SELL if trade.m else Side.BUY,
             )]
-        except msgspec.ValidationError as exc:
-            raise ParseError("schema", str(exc)) from None
-        except msgspec.DecodeError as exc:
-            raise ParseError("json", str(exc)) from None
-        except (FixedPointError, ValueError) as exc:
-            raise ParseError("number", str(exc)) from None
+        except DECODE_FAILURES as exc:
+            raise as_parse_error(exc) from None
 
 
 VENUE = SimulatedVenue()

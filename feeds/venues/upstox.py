@@ -36,7 +36,9 @@ from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.errors import (
+    DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol,
+)
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import RestError, fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
@@ -68,7 +70,18 @@ TokenProvider = Callable[[], Awaitable[str]]
 
 def _price(value: float) -> int:
     # repr() is the shortest decimal that round-trips the double: the venue's price.
-    return decimal_to_fixed_positive(Decimal(repr(value)))
+    return checked_price(decimal_to_fixed_positive(Decimal(repr(value))))
+
+
+# Quantities are whole units (int64 on the wire); scaled to fixed point they must stay
+# within range, so the largest acceptable quantity is the bound divided by the scale.
+_MAX_QUANTITY = MAX_FIXED // SCALE
+
+
+def _quantity(value: int, what: str) -> int:
+    if value > _MAX_QUANTITY:
+        raise ParseError("number", f"{what} out of range")
+    return checked_size(value * SCALE, what)
 
 
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
@@ -83,6 +96,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     try:
         events: list[MarketEvent] = []
         for key, feed in sorted(response.feeds.items()):
+            checked_symbol(key)
             events.extend(_feed_events(key, feed, response.currentTs, received_ns))
         return events
     except DECODE_FAILURES as exc:
@@ -117,31 +131,39 @@ def _feed_events(key: str, feed: pb.Feed, current_ts_ms: int, received_ns: int) 
 
 def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> list[MarketEvent]:
     # No last trade yet (ltt 0 or ltp 0, as proto3 omits unset fields): nothing to report.
-    if ltpc.ltt <= 0 or ltpc.ltp <= 0:
+    # A negative price or time is no such absence: the frame is corrupt.
+    if ltpc.ltp < 0:
+        raise ParseError("price", f"{key}: negative last traded price")
+    if ltpc.ltt < 0:
+        raise ParseError("value", f"{key}: negative last trade time")
+    if ltpc.ltt == 0 or ltpc.ltp == 0:
         return []
-    if ltpc.ltq < 0 or (vtt is not None and vtt < 0):
-        raise ParseError("number", f"{key}: negative quantity")
+    volume = _quantity(ltpc.ltq, "last traded quantity")
+    cumulative = None if vtt is None else _quantity(vtt, "volume traded today")
     ts_event = ms_to_ns(ltpc.ltt)
-    if ltpc.ltq == 0 and vtt is None:
+    if volume == 0 and vtt is None:
         # Indices print a value with no quantity: a price, not a trade.
         return [make_ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
     return [make_trade(
         symbol=key,
         price=_price(ltpc.ltp),
-        volume=ltpc.ltq * SCALE,
+        volume=volume,
         ts_event=ts_event,
         ts_recv=received_ns,
-        cumulative_volume=None if vtt is None else vtt * SCALE,
+        cumulative_volume=cumulative,
     )]
 
 
 def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int) -> list[MarketEvent]:
-    if quote.bidP <= 0 or quote.askP <= 0 or quote.bidQ < 0 or quote.askQ < 0:
+    if quote.bidP < 0 or quote.askP < 0:
+        raise ParseError("price", f"{key}: negative quote")
+    bid_size, ask_size = _quantity(quote.bidQ, "bid quantity"), _quantity(quote.askQ, "ask quantity")
+    if quote.bidP == 0 or quote.askP == 0:
         return []  # one side empty (pre-open, circuit limit): no best quote to report
     return [make_book_ticker(
         symbol=key,
-        bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
-        ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
+        bid_price=_price(quote.bidP), bid_size=bid_size,
+        ask_price=_price(quote.askP), ask_size=ask_size,
         ts_event=ms_to_ns(current_ts_ms), ts_recv=received_ns,
     )]
 
