@@ -4,20 +4,23 @@
 task writes the buffer when it reaches `batch_size` or every `flush_interval_s`,
 through a PipelinedWriter (COPY in a writer process on PostgreSQL). A full buffer drops the
 batch and counts it (overflow), health says so; a failed write keeps its rows and is
-retried after `retry_delay_s`. `close()` drains what is left, so a clean shutdown
-loses nothing.
+retried after `retry_delay_s`. A row the database refuses (a value out of its range) is
+refused alone, with a count, a named reason and a log line, and the rest of its batch
+is written: one bad row never stalls the recorder. `close()` drains what is left, so a
+clean shutdown loses nothing.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from feeds.market import FeedData, MarketData, Side
-from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
+from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
+from feeds.tick_refusals import Refusal
 from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
 from tradingsite.health import HealthBoard, Status
 
@@ -39,7 +42,11 @@ class RecorderStats:
     unknown_symbol: int = 0  # ticks of a symbol with no instrument row
     flushes: int = 0
     write_failures: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # ticks the database refused, by reason
 
+
+# Refused rows logged one by one per batch; past this many, one line says how many more.
+REFUSALS_LOGGED_PER_BATCH = 10
 
 # Enum.value is a descriptor call; a dict lookup is cheaper on the per-tick path.
 _SIDE_TEXT: dict[Side | None, str] = {Side.BUY: "buy", Side.SELL: "sell", None: ""}
@@ -173,7 +180,7 @@ class TickRecorder:
                 pending, written = self._sealed[0], self._inflight[0]
                 try:
                     # Shielded: a cancelled flush leaves the write to finish; the next settles it.
-                    await asyncio.shield(written)
+                    refused = await asyncio.shield(written)
                 except Exception as exc:  # the database may come back: keep the rows, retry later
                     await self._settle_after_failure()
                     self.stats.write_failures += 1
@@ -184,12 +191,33 @@ class TickRecorder:
                 self._inflight.popleft()
                 self._sealed.popleft()
                 self._buffered -= len(pending.rows)
-                self.stats.recorded += len(pending.rows)
-                RECORDER_WRITTEN.inc(len(pending.rows))
+                written_count = len(pending.rows) - (len(refused) if refused else 0)
+                self.stats.recorded += written_count
+                RECORDER_WRITTEN.inc(written_count)
                 self.stats.flushes += 1
+                if refused:
+                    self._account_refused(pending.rows, refused)
             if not self.stats.overflow:
-                self._report(Status.HEALTHY, "recording")
+                self._report_recording()
             return True
+
+    def _account_refused(self, rows: Sequence[tuple[object, ...]], refused: Sequence[Refusal]) -> None:
+        for number, (index, reason) in enumerate(refused):
+            self.stats.refused[reason] += 1
+            RECORDER_REFUSED.labels(reason).inc()
+            if number < REFUSALS_LOGGED_PER_BATCH:
+                log.warning("recorder: tick refused by the database (%s), the rest of its batch written: %r",
+                            reason, rows[index])
+        if len(refused) > REFUSALS_LOGGED_PER_BATCH:
+            log.warning("recorder: %d more ticks of the batch refused", len(refused) - REFUSALS_LOGGED_PER_BATCH)
+
+    def _report_recording(self) -> None:
+        if self.stats.refused:
+            reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(self.stats.refused.items()))
+            total = sum(self.stats.refused.values())
+            self._report(Status.DEGRADED, f"recording; {total} ticks refused by the database ({reasons})")
+        else:
+            self._report(Status.HEALTHY, "recording")
 
     async def _settle_after_failure(self) -> None:
         # The later writes fail unwritten (WriteSkipped) once one failed; wait for them
