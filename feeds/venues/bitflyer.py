@@ -26,7 +26,7 @@ from feeds.venues.base import (
 )
 from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import (
-    DECODE_FAILURES, as_parse_error, checked_price, checked_size, checked_symbol, checked_trade_size,
+    DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol, trade_refusal,
 )
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
 from feeds.venues.settings import base_url
@@ -118,7 +118,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
             raise ParseError("schema", "neither a channel message nor a reply")
         channel, message = rpc.params.channel, rpc.params.message
         if channel.startswith("lightning_executions_") and isinstance(message, list):
-            symbol = checked_symbol(channel[len("lightning_executions_"):])
+            symbol = channel[len("lightning_executions_"):]  # an empty one is refused per trade
             return [_trade(symbol, execution, received_ns) for execution in message]
         if channel.startswith("lightning_ticker_") and isinstance(message, TickerMessage):
             return [_ticker(message, received_ns)]
@@ -132,14 +132,12 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
         side = _SIDES[execution.side]
     except KeyError:
         raise ParseError("schema", f"unknown side {execution.side!r}") from None
+    price, volume = json_fixed(execution.price), json_fixed(execution.size)
+    if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
+        raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
+    # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
     return make_trade(
-        symbol=symbol,
-        price=checked_price(json_fixed(execution.price)),
-        volume=checked_trade_size(json_fixed(execution.size)),
-        ts_event=checked_ns(iso_utc_to_ns(execution.exec_date)),
-        ts_recv=received_ns,
-        trade_id=str(execution.id),
-        side=side,
+        symbol, price, volume, checked_ns(iso_utc_to_ns(execution.exec_date)), received_ns, str(execution.id), side,
     )
 
 

@@ -101,6 +101,44 @@ def checked_int(value: int | None, what: str = "integer") -> int | None:
     raise ParseError("number", f"{what} out of range")
 
 
+def trade_refusal(price: int, volume: int, symbol: str) -> ParseError | None:
+    """Say why a trade's price, quantity or symbol is refused (None: they are fine).
+
+    Hot paths test `0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol` inline
+    and call this only when that fails, to name the reason.
+    """
+    try:
+        checked_price(price)
+        checked_trade_size(volume, "quantity")
+        checked_symbol(symbol)
+    except ParseError as exc:
+        return exc
+    return None
+
+
+def values_refusal(
+    symbol: str, *, prices: tuple[int | None, ...] = (), sizes: tuple[int | None, ...] = (),
+    signed: tuple[int | None, ...] = (), integers: tuple[int | None, ...] = (),
+) -> ParseError:
+    """Name the first refused value of an event whose inline range test failed (None: absent)."""
+    try:
+        checked_symbol(symbol)
+        for price in prices:
+            if price is not None:
+                checked_price(price)
+        for size in sizes:
+            if size is not None:
+                checked_size(size)
+        for value in signed:
+            if value is not None:
+                checked_signed(value)
+        for integer in integers:
+            checked_int(integer)
+    except ParseError as exc:
+        return exc
+    return ParseError("value", "out of range")
+
+
 def checked_symbol(symbol: str) -> str:
     """Return a symbol that is not empty."""
     if symbol:

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from feeds.market import MarketData, Side
 from feeds.venues.base import FeedSpec, InstrumentSpec, StatelessStream
 from feeds.venues.construct import make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error, checked_price, checked_symbol, checked_trade_size
+from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, trade_refusal
 from feeds.venues.numbers import fixed, ms_to_ns
 
 NAME = "simulated"
@@ -154,14 +154,12 @@ class SimulatedVenue:
             if _decode_type(frame).e != "trade":
                 return []
             trade = _decode_trade(frame)
+            price, volume, symbol = fixed(trade.p), fixed(trade.q), trade.s
+            if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
+                raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
+            # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
             return [make_trade(
-                symbol=checked_symbol(trade.s),
-                price=checked_price(fixed(trade.p)),
-                volume=checked_trade_size(fixed(trade.q)),
-                ts_event=ms_to_ns(trade.T),
-                ts_recv=received_ns,
-                trade_id=str(trade.t),
-                side=Side.SELL if trade.m else Side.BUY,
+                symbol, price, volume, ms_to_ns(trade.T), received_ns, str(trade.t), Side.SELL if trade.m else Side.BUY,
             )]
         except DECODE_FAILURES as exc:
             raise as_parse_error(exc) from None
