@@ -8,7 +8,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from feeds.market import FeedData, MarketData
-from feeds.models import StreamCheckpoint, Tick
+from feeds.models import KnownHole, StreamCheckpoint, Tick
 from feeds.recorder import TickRecorder
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import PipelinedWriter, TickWriter, pipelined_writer_for_database, writer_for_database
@@ -73,6 +73,12 @@ async def test_a_batch_with_one_poison_row_records_the_rest_and_later_batches_to
     assert "1 ticks refused by the database (out_of_range: 1)" in report.reason
     checkpoint = await database_sync_to_async(lambda: StreamCheckpoint.objects.get().trade_id)()
     assert checkpoint == "10"
+    # The refused tick is written down where it was: the recording has a known hole there.
+    holes = await database_sync_to_async(
+        lambda: list(KnownHole.objects.values_list("feed__name", "venue_symbol", "start_ns", "end_ns", "reason"))
+    )()
+    poisoned_at = _poisoned(3).ts_event
+    assert holes == [("f", "BTCUSDT", poisoned_at, poisoned_at, "tick refused by the database (out_of_range)")]
 
 
 @pytest.mark.django_db(transaction=True)
