@@ -7,7 +7,7 @@ encodes each batch (msgpack) and writes it to a pipe; the worker COPYs batch aft
 batch while the next ones are on their way.
 
 `submit` never waits: batches go out in order and each future resolves when the worker
-has committed (or refused) that batch. If the worker dies, every outstanding future
+has committed (or refused) that batch, to the rows the database refused in it. If the worker dies, every outstanding future
 fails and the next `submit` starts a new worker.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import msgspec
 
 from feeds.copy_worker import CONNINFO_ENV, SKIPPED, frame
+from feeds.tick_refusals import Refusal
 from feeds.tick_writer import CheckpointRow, TickRow, WriteSkipped
 
 log = logging.getLogger(__name__)
@@ -45,16 +46,18 @@ class CopyProcessWriter:
         self._decode = msgspec.msgpack.Decoder().decode
         self._process: asyncio.subprocess.Process | None = None
         self._outgoing: deque[bytes] = deque()
-        self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._waiting: dict[int, asyncio.Future[Sequence[Refusal] | None]] = {}
         self._next_id = 0
         self._wake = asyncio.Event()
         self._io: asyncio.Task[None] | None = None
         self.starts = 0  # worker processes started so far
 
-    def submit(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> asyncio.Future[None]:
-        """Queue one batch; the future resolves once it is committed."""
+    def submit(
+        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+    ) -> asyncio.Future[Sequence[Refusal] | None]:
+        """Queue one batch; the future resolves once it is committed, to the refused rows."""
         self._next_id += 1
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Sequence[Refusal] | None] = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
         self._outgoing.append(frame(self._encode(["batch", self._next_id, rows, [_checkpoint(c) for c in checkpoints]])))
         self._kick()
@@ -124,12 +127,12 @@ class CopyProcessWriter:
             except asyncio.IncompleteReadError:
                 code = await process.wait()
                 raise WriterProcessError(f"exited with code {code}") from None
-            batch_id, error = self._decode(body)
+            batch_id, error, refused = self._decode(body)
             future = self._waiting.pop(batch_id, None)
             if future is None or future.done():
                 continue
             if error is None:
-                future.set_result(None)
+                future.set_result([(index, reason) for index, reason in refused])
             elif error == SKIPPED:
                 future.set_exception(WriteSkipped(error))
             else:

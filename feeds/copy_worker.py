@@ -8,12 +8,14 @@ Frames both ways are a 4-byte big-endian length and a msgpack body:
     parent -> worker   {"copy": sql, "types": [...], "upsert": sql}    once, first
                        ["batch", batch_id, rows, checkpoints]
                        ["reset"]
-    worker -> parent   [batch_id, None]         committed
-                       [batch_id, "reason"]     not written
+    worker -> parent   [batch_id, None, refused]     committed, but for the refused rows
+                       [batch_id, "reason", []]      not written
 
-Each batch (ticks and the checkpoints they advance) is one transaction, in the order
-received. After a failed batch every later one is refused unwritten until "reset", so a
-checkpoint can never move past ticks that are not in the database.
+`refused` lists [index in the batch, reason] for each row the database refused: the
+rest of the batch is written without it (feeds.tick_refusals). Each batch (ticks and the
+checkpoints they advance) is one transaction, in the order received. After a failed
+batch every later one is refused unwritten until "reset", so a checkpoint can never move
+past ticks that are not in the database.
 """
 from __future__ import annotations
 
@@ -26,9 +28,16 @@ from typing import Any, BinaryIO
 import msgspec
 import psycopg
 
+from feeds.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
+
 CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
 SKIPPED = "skipped: an earlier batch failed"
+# How the worker's session shows in pg_stat_activity.
+APPLICATION_NAME = "tradingsite-tick-writer"
 _LENGTH = struct.Struct(">I")
+# What the database (or psycopg, converting a value) says about one row rather than
+# about the connection.
+ROW_ERRORS: tuple[type[Exception], ...] = (psycopg.DataError, psycopg.IntegrityError, *PYTHON_ROW_ERRORS)
 
 
 def read_frame(stream: BinaryIO, decode: Any) -> Any | None:
@@ -56,17 +65,32 @@ class _Worker:
         self._conn: psycopg.Connection[Any] | None = None
         self.broken = False
 
-    def write(self, rows: list[list[Any]], checkpoints: list[list[Any]]) -> None:
+    def write(self, rows: list[list[Any]], checkpoints: list[list[Any]]) -> list[Refusal]:
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self._conninfo)
-        with self._conn.transaction(), self._conn.cursor() as cursor:
-            if rows:
+            self._conn = psycopg.connect(self._conninfo, application_name=APPLICATION_NAME)
+        conn = self._conn
+        with conn.transaction(), conn.cursor() as cursor:
+            # Foreign keys are checked at commit by default, too late to tell which row broke one.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+            def copy_rows(chunk: list[list[Any]]) -> None:
                 with cursor.copy(self._copy_sql) as copy:
                     copy.set_types(self._types)
-                    for row in rows:
+                    for row in chunk:
                         copy.write_row(row)
-            if checkpoints:
-                cursor.executemany(self._upsert_sql, checkpoints)
+
+            def upsert(chunk: list[list[Any]]) -> None:
+                cursor.executemany(self._upsert_sql, chunk)
+
+            def refused_checkpoint(checkpoint: list[Any], reason: str) -> None:
+                # stderr is the worker's log: the parent's process inherits it.
+                print(f"copy_worker: checkpoint of {checkpoint[1]} not advanced to trade {checkpoint[2]!r}, "
+                      f"refused by the database ({reason})", file=sys.stderr, flush=True)
+
+            return write_batch(
+                rows, checkpoints, write_rows=copy_rows, write_checkpoints=upsert,
+                savepoint=conn.transaction, row_errors=ROW_ERRORS, on_checkpoint_refused=refused_checkpoint,
+            )
 
     def close(self) -> None:
         if self._conn is not None:
@@ -93,13 +117,14 @@ def main() -> int:
                 continue
             _, batch_id, rows, checkpoints = message
             error: str | None = SKIPPED if worker.broken else None
+            refused: list[Refusal] = []
             if error is None:
                 try:
-                    worker.write(rows, checkpoints)
+                    refused = worker.write(rows, checkpoints)
                 except Exception as exc:  # reported to the recorder, which keeps the rows
                     worker.broken = True
                     error = f"{type(exc).__name__}: {exc}".strip()
-            sink.write(frame(encode([batch_id, error])))
+            sink.write(frame(encode([batch_id, error, refused])))
             sink.flush()
     finally:
         worker.close()

@@ -4,20 +4,24 @@
 task writes the buffer when it reaches `batch_size` or every `flush_interval_s`,
 through a PipelinedWriter (COPY in a writer process on PostgreSQL). A full buffer drops the
 batch and counts it (overflow), health says so; a failed write keeps its rows and is
-retried after `retry_delay_s`. `close()` drains what is left, so a clean shutdown
-loses nothing.
+retried after `retry_delay_s`. A row the database refuses (a value out of its range) is
+refused alone, with a count, a named reason, a log line and a known hole at its time
+(feeds.models.KnownHole), and the rest of its batch is written: one bad row never
+stalls the recorder. `close()` drains what is left, so a
+clean shutdown loses nothing.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Awaitable, Callable, Mapping, Sequence
 
 from feeds.market import FeedData, MarketData, Side
-from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
+from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
+from feeds.tick_refusals import Refusal
 from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
 from tradingsite.health import HealthBoard, Status
 
@@ -39,7 +43,23 @@ class RecorderStats:
     unknown_symbol: int = 0  # ticks of a symbol with no instrument row
     flushes: int = 0
     write_failures: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # ticks the database refused, by reason
 
+
+# Refused rows logged one by one per batch; past this many, one line says how many more.
+REFUSALS_LOGGED_PER_BATCH = 10
+_INT8_MAX = 2**63 - 1
+
+# (feed name, venue symbol, start ns, end ns, reason): where a refused tick is written down.
+HoleSink = Callable[[str, str, int, int, str], Awaitable[object]]
+
+
+async def record_hole_in_database(feed: str, venue_symbol: str, start_ns: int, end_ns: int, reason: str) -> object:
+    from channels.db import database_sync_to_async
+
+    from feeds.checkpoint import record_known_hole
+
+    return await database_sync_to_async(record_known_hole)(feed, venue_symbol, start_ns, end_ns, reason)
 
 # Enum.value is a descriptor call; a dict lookup is cheaper on the per-tick path.
 _SIDE_TEXT: dict[Side | None, str] = {Side.BUY: "buy", Side.SELL: "sell", None: ""}
@@ -75,11 +95,14 @@ class TickRecorder:
         component: str = "recorder",
         run_sync: RunSync = run_in_db_thread,
         clock: Callable[[], float] = time.monotonic,
+        hole_sink: HoleSink = record_hole_in_database,
     ) -> None:
         if batch_size < 1 or capacity < batch_size:
             raise ValueError("need 1 <= batch_size <= capacity")
         self._writer = as_pipelined(writer, run_sync)
         self._instruments = dict(instruments)
+        self._names = {key.instrument_id: names for names, key in self._instruments.items()}
+        self._hole_sink = hole_sink
         self._batch_size = batch_size
         self._flush_interval_s = flush_interval_s
         self._capacity = capacity
@@ -173,7 +196,7 @@ class TickRecorder:
                 pending, written = self._sealed[0], self._inflight[0]
                 try:
                     # Shielded: a cancelled flush leaves the write to finish; the next settles it.
-                    await asyncio.shield(written)
+                    refused = await asyncio.shield(written)
                 except Exception as exc:  # the database may come back: keep the rows, retry later
                     await self._settle_after_failure()
                     self.stats.write_failures += 1
@@ -184,12 +207,51 @@ class TickRecorder:
                 self._inflight.popleft()
                 self._sealed.popleft()
                 self._buffered -= len(pending.rows)
-                self.stats.recorded += len(pending.rows)
-                RECORDER_WRITTEN.inc(len(pending.rows))
+                written_count = len(pending.rows) - (len(refused) if refused else 0)
+                self.stats.recorded += written_count
+                RECORDER_WRITTEN.inc(written_count)
                 self.stats.flushes += 1
+                if refused:
+                    await self._account_refused(pending.rows, refused)
             if not self.stats.overflow:
-                self._report(Status.HEALTHY, "recording")
+                self._report_recording()
             return True
+
+    async def _account_refused(self, rows: Sequence[TickRow], refused: Sequence[Refusal]) -> None:
+        for number, (index, reason) in enumerate(refused):
+            self.stats.refused[reason] += 1
+            RECORDER_REFUSED.labels(reason).inc()
+            if number < REFUSALS_LOGGED_PER_BATCH:
+                log.warning("recorder: tick refused by the database (%s), the rest of its batch written: %r",
+                            reason, rows[index])
+        if len(refused) > REFUSALS_LOGGED_PER_BATCH:
+            log.warning("recorder: %d more ticks of the batch refused", len(refused) - REFUSALS_LOGGED_PER_BATCH)
+        await self._record_holes(rows, refused)
+
+    async def _record_holes(self, rows: Sequence[TickRow], refused: Sequence[Refusal]) -> None:
+        """Write each refused tick down as a known hole at its time: the gap stays visible.
+
+        The exchange time bounds the hole when the column can hold it; when the exchange
+        time itself was the refused value, the receive time stands in.
+        """
+        for index, reason in refused:
+            instrument_id, ts_event, ts_recv = rows[index][0], rows[index][1], rows[index][2]
+            names = self._names.get(instrument_id)
+            if names is None:
+                continue  # no such instrument here (the refusal was a missing one): nothing to name
+            at = ts_event if 0 <= ts_event <= _INT8_MAX else ts_recv
+            try:
+                await self._hole_sink(*names, at, at, f"tick refused by the database ({reason})")
+            except Exception as exc:  # the log line above is the record then
+                log.warning("recorder: could not record the refused tick as a known hole: %s", exc)
+
+    def _report_recording(self) -> None:
+        if self.stats.refused:
+            reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(self.stats.refused.items()))
+            total = sum(self.stats.refused.values())
+            self._report(Status.DEGRADED, f"recording; {total} ticks refused by the database ({reasons})")
+        else:
+            self._report(Status.HEALTHY, "recording")
 
     async def _settle_after_failure(self) -> None:
         # The later writes fail unwritten (WriteSkipped) once one failed; wait for them

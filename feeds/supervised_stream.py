@@ -399,7 +399,9 @@ class SupervisedStream:
     def _with_duration(self, trade: MarketData) -> MarketData:
         previous = self._last_ts.get(trade.symbol)
         self._last_ts[trade.symbol] = trade.ts_event
-        if previous is None:
+        # A duration the venue state already set stands: Upstox's day boundary resets it
+        # to 0, and the time since yesterday's last trade would be wrong there.
+        if previous is None or trade.duration_since_last_ns is not None:
             return trade
         # The fast constructor, not dataclasses.replace: this runs for every tick.
         return make_trade(

@@ -2,19 +2,32 @@
 
 A writer writes one batch of ticks plus the persisted checkpoints they advance in one
 transaction, so a crash never leaves a checkpoint ahead of the ticks it stands for.
+Rows the database refuses are set aside with a reason and the rest of the batch is
+written (feeds.tick_refusals); the writer returns the refusals.
 The recorder drives a PipelinedWriter: on PostgreSQL a writer process
 (feeds.copy_process), else a synchronous writer run in the database thread.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Protocol, Sequence
 
+import psycopg
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
+from feeds.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
+
+log = logging.getLogger(__name__)
+
+# What the database (or the driver, converting a value) says about one row rather than
+# about the connection: such a row is refused, the rest of its batch written.
+ROW_ERRORS: tuple[type[Exception], ...] = (
+    DataError, IntegrityError, psycopg.DataError, psycopg.IntegrityError, *PYTHON_ROW_ERRORS,
+)
 
 # instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, trade_id, side
 TickRow = tuple[int, int, int, int, int, int | None, str, str]
@@ -38,8 +51,8 @@ class CheckpointRow:
 
 
 class TickWriter(Protocol):
-    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
-        """Persist `rows` and upsert `checkpoints` in one transaction."""
+    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> Sequence[Refusal] | None:
+        """Persist `rows` and upsert `checkpoints` in one transaction; return the refused rows."""
         ...
 
 
@@ -52,23 +65,25 @@ class PipelinedWriter(Protocol):
     ones are already on their way. After a failed batch every later one fails with
     WriteSkipped, unwritten, until `reset()`: a checkpoint never passes missing ticks."""
 
-    def submit(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> asyncio.Future[None]: ...
+    def submit(
+        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+    ) -> asyncio.Future[Sequence[Refusal] | None]: ...
 
     def reset(self) -> None: ...
 
     async def close(self) -> None: ...
 
 
-RunSync = Callable[[Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None], Sequence[TickRow], Sequence[CheckpointRow]], Awaitable[None]]
+WriteFunction = Callable[[Sequence[TickRow], Sequence[CheckpointRow]], "Sequence[Refusal] | None"]
+RunSync = Callable[[WriteFunction, Sequence[TickRow], Sequence[CheckpointRow]], Awaitable["Sequence[Refusal] | None"]]
 
 
 async def run_in_db_thread(
-    write: Callable[[Sequence[TickRow], Sequence[CheckpointRow]], None],
-    rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
-) -> None:
+    write: WriteFunction, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+) -> Sequence[Refusal] | None:
     from channels.db import database_sync_to_async
 
-    await database_sync_to_async(write)(rows, checkpoints)
+    return await database_sync_to_async(write)(rows, checkpoints)
 
 
 class InOrderWriter:
@@ -80,15 +95,17 @@ class InOrderWriter:
         self._lock = asyncio.Lock()  # FIFO: writes start in submission order
         self._broken = False
 
-    def submit(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> asyncio.Future[None]:
+    def submit(
+        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+    ) -> asyncio.Future[Sequence[Refusal] | None]:
         return asyncio.ensure_future(self._write(rows, checkpoints))
 
-    async def _write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
+    async def _write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> Sequence[Refusal] | None:
         async with self._lock:
             if self._broken:
                 raise WriteSkipped("skipped: an earlier batch failed")
             try:
-                await self._run_sync(self._writer.write, rows, checkpoints)
+                return await self._run_sync(self._writer.write, rows, checkpoints)
             except Exception:
                 self._broken = True
                 raise
@@ -149,22 +166,37 @@ def postgres_conninfo() -> str:
     return make_conninfo(**{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"})
 
 
+def _checkpoint_refused(checkpoint: CheckpointRow, reason: str) -> None:
+    log.warning("recorder: checkpoint of %s not advanced to trade %r, refused by the database (%s)",
+                checkpoint.venue_symbol, checkpoint.trade_id, reason)
+
+
+# Foreign keys are checked at commit by default, too late to tell which row broke one.
+SET_CONSTRAINTS_IMMEDIATE = "SET CONSTRAINTS ALL IMMEDIATE"
+
+
 class PostgresCopyWriter:
     """Binary COPY into the tick table through Django's own psycopg connection."""
 
     def __init__(self) -> None:
         self._statement = copy_statement()
 
-    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
-        with transaction.atomic():
-            if rows:
-                with connection.cursor() as cursor:
-                    # Django's wrapper hides psycopg's copy(); `.cursor` is the raw cursor.
-                    with cursor.cursor.copy(self._statement) as copy:
-                        copy.set_types(_COPY_TYPES)
-                        for row in rows:
-                            copy.write_row(row)
-            _upsert_checkpoints(checkpoints)
+    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> list[Refusal]:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(SET_CONSTRAINTS_IMMEDIATE)
+            # Django's wrapper hides psycopg's copy(); `.cursor` is the raw cursor.
+            raw = cursor.cursor
+
+            def copy_rows(chunk: Sequence[TickRow]) -> None:
+                with raw.copy(self._statement) as copy:
+                    copy.set_types(_COPY_TYPES)
+                    for row in chunk:
+                        copy.write_row(row)
+
+            return write_batch(
+                rows, checkpoints, write_rows=copy_rows, write_checkpoints=_upsert_checkpoints,
+                savepoint=transaction.atomic, row_errors=ROW_ERRORS, on_checkpoint_refused=_checkpoint_refused,
+            )
 
 
 class BulkInsertWriter:
@@ -173,12 +205,20 @@ class BulkInsertWriter:
     def __init__(self, *, batch_size: int = 2000) -> None:
         self._batch_size = batch_size
 
-    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> None:
-        with transaction.atomic():
+    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> list[Refusal]:
+        def insert_rows(chunk: Sequence[TickRow]) -> None:
             Tick.objects.bulk_create(
-                [Tick(**dict(zip(TICK_COLUMNS, row))) for row in rows], batch_size=self._batch_size
+                [Tick(**dict(zip(TICK_COLUMNS, row))) for row in chunk], batch_size=self._batch_size
             )
-            _upsert_checkpoints(checkpoints)
+
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(SET_CONSTRAINTS_IMMEDIATE)
+            return write_batch(
+                rows, checkpoints, write_rows=insert_rows, write_checkpoints=_upsert_checkpoints,
+                savepoint=transaction.atomic, row_errors=ROW_ERRORS, on_checkpoint_refused=_checkpoint_refused,
+            )
 
 
 def writer_for_database() -> TickWriter:

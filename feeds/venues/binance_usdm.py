@@ -21,12 +21,15 @@ from typing import Collection, Mapping, Sequence, Union
 
 import msgspec
 
-from feeds.market import BookTicker, FixedPointError, MarketData, MarketEvent, MarkPrice, Side
+from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.errors import (
+    DECODE_FAILURES, MAX_FIXED, MAX_INT, as_parse_error, checked_price, checked_trade_size, trade_refusal,
+    values_refusal,
+)
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
 from feeds.venues.settings import base_url
 
@@ -63,7 +66,8 @@ EXCHANGE_INFO_PATH = "/fapi/v1/exchangeInfo"
 # --- wire messages, with the venue's own field names ------------------------------------
 
 class AggTrade(msgspec.Struct, tag_field="e", tag="aggTrade", frozen=True):
-    E: int  # event time, ms
+    # `E` (event time) is left undeclared: the decoder skips it without building an int,
+    # which pays for the range checks of the hot path. The trade time is `T`.
     s: str  # symbol
     a: int  # aggregate trade id
     p: str  # price
@@ -95,7 +99,8 @@ Payload = Union[AggTrade, MarkPriceUpdate, BookTickerEvent, list[MarkPriceUpdate
 
 
 class Combined(msgspec.Struct, frozen=True):
-    stream: str  # stream name, such as "btcusdt@aggTrade"
+    # `stream` (the stream name, "btcusdt@aggTrade") is skipped, not decoded into a str:
+    # the payload names its kind and symbol itself.
     data: Payload
 
 
@@ -135,6 +140,7 @@ class ExchangeInfo(msgspec.Struct, frozen=True):
 
 
 _SELL, _BUY = Side.SELL, Side.BUY
+_MAX = MAX_FIXED
 _decode_combined = msgspec.json.Decoder(Combined).decode
 _decode_raw = msgspec.json.Decoder(Payload).decode  # type: ignore[arg-type]
 _decode_reply = msgspec.json.Decoder(Reply).decode
@@ -160,8 +166,12 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         # the checks inline rather than behind helper calls.
         if isinstance(payload, AggTrade):
             price, volume, ts_event = fixed(payload.p), fixed(payload.q), payload.T * 1_000_000
-            if price <= 0 or volume <= 0 or not MIN_TS_NS <= ts_event < MAX_TS_NS:
-                raise ParseError("number", f"aggTrade {payload.a}: price, quantity or time out of range")
+            # One chain of plain comparisons: the cheapest form of the range test.
+            if (
+                price <= 0 or volume <= 0 or price > _MAX or volume > _MAX
+                or not MIN_TS_NS <= ts_event < MAX_TS_NS or not payload.s
+            ):
+                raise _refused_trade(payload, price, volume)
             # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side):
             # m = the buyer is the maker, so the seller was the aggressor.
             return [make_trade(payload.s, price, volume, ts_event, received_ns, str(payload.a), _SELL if payload.m else _BUY)]
@@ -172,6 +182,11 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         return [_mark_price(update, received_ns) for update in payload]  # !markPrice@arr
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
+
+
+def _refused_trade(trade: AggTrade, price: int, volume: int) -> ParseError:
+    """Say why an aggTrade failed the hot path's one combined check."""
+    return trade_refusal(price, volume, trade.s) or ParseError("value", f"aggTrade {trade.a}: time out of range")
 
 
 def _decode_raw_or_reply(frame: bytes) -> Payload | None:
@@ -193,31 +208,29 @@ def _decode_raw_or_reply(frame: bytes) -> Payload | None:
 def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
     mark, ts_event = fixed(update.p), update.E * 1_000_000
     index = fixed(update.i) if update.i else None
-    if mark <= 0 or (index is not None and index <= 0) or not MIN_TS_NS <= ts_event < MAX_TS_NS:
-        raise ParseError("number", f"markPrice {update.s}: price or time out of range")
-    # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price, funding_rate, next_funding_ns);
-    # an empty rate means "no funding" (delivery contracts): absent, never zero.
-    return make_mark_price(
-        update.s, mark, ts_event, received_ns, index,
-        fixed(update.r) if update.r else None,
-        ms_to_ns(update.T) if update.T else None,
-    )
+    # An empty rate means "no funding" (delivery contracts): absent, never zero.
+    rate = fixed(update.r) if update.r else None
+    if (
+        mark <= 0 or mark > _MAX or not update.s or (index is not None and (index <= 0 or index > _MAX))
+        or (rate is not None and (rate > _MAX or rate < -_MAX))
+    ):
+        raise values_refusal(update.s, prices=(mark, index), signed=(rate,))
+    next_funding_ns = update.T * 1_000_000 if update.T else None
+    if not MIN_TS_NS <= ts_event < MAX_TS_NS or (next_funding_ns is not None and not MIN_TS_NS <= next_funding_ns < MAX_TS_NS):
+        raise ParseError("value", f"markPrice {update.s}: time out of range")
+    # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price, funding_rate, next_funding_ns)
+    return make_mark_price(update.s, mark, ts_event, received_ns, index, rate, next_funding_ns)
 
 
 def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
-    bid_size, ask_size = fixed(book.B), fixed(book.A)
-    if bid_size < 0 or ask_size < 0:
-        raise FixedPointError("negative book size")
-    return make_book_ticker(
-        symbol=book.s,
-        bid_price=fixed_positive(book.b),
-        bid_size=bid_size,
-        ask_price=fixed_positive(book.a),
-        ask_size=ask_size,
-        ts_event=ms_to_ns(book.T),
-        ts_recv=received_ns,
-        sequence=book.u,
-    )
+    bid, bid_size, ask, ask_size = fixed(book.b), fixed(book.B), fixed(book.a), fixed(book.A)
+    if not (
+        0 < bid <= _MAX and 0 < ask <= _MAX and 0 <= bid_size <= _MAX and 0 <= ask_size <= _MAX and book.s
+        and 0 <= book.u <= MAX_INT
+    ):
+        raise values_refusal(book.s, prices=(bid, ask), sizes=(bid_size, ask_size), integers=(book.u,))
+    # BookTicker(symbol, bid_price, bid_size, ask_price, ask_size, ts_event, ts_recv, sequence)
+    return make_book_ticker(book.s, bid, bid_size, ask, ask_size, ms_to_ns(book.T), received_ns, book.u)
 
 
 # --- endpoints and subscriptions --------------------------------------------------------
@@ -306,8 +319,8 @@ def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketD
         return [
             make_trade(
                 symbol=symbol.upper(),
-                price=fixed_positive(row.p),
-                volume=fixed_positive(row.q),
+                price=checked_price(fixed(row.p)),
+                volume=checked_trade_size(fixed(row.q), "quantity"),
                 ts_event=ms_to_ns(row.T),
                 ts_recv=received_ns,
                 trade_id=str(row.a),

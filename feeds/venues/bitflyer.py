@@ -25,8 +25,10 @@ from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
 )
 from feeds.venues.construct import make_ticker, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed, json_fixed_positive
+from feeds.venues.errors import (
+    DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol, trade_refusal,
+)
+from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
 from feeds.venues.settings import base_url
 
 NAME = "bitflyer"
@@ -116,7 +118,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
             raise ParseError("schema", "neither a channel message nor a reply")
         channel, message = rpc.params.channel, rpc.params.message
         if channel.startswith("lightning_executions_") and isinstance(message, list):
-            symbol = channel[len("lightning_executions_"):]
+            symbol = channel[len("lightning_executions_"):]  # an empty one is refused per trade
             return [_trade(symbol, execution, received_ns) for execution in message]
         if channel.startswith("lightning_ticker_") and isinstance(message, TickerMessage):
             return [_ticker(message, received_ns)]
@@ -130,14 +132,12 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
         side = _SIDES[execution.side]
     except KeyError:
         raise ParseError("schema", f"unknown side {execution.side!r}") from None
+    price, volume = json_fixed(execution.price), json_fixed(execution.size)
+    if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
+        raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
+    # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
     return make_trade(
-        symbol=symbol,
-        price=json_fixed_positive(execution.price),
-        volume=json_fixed_positive(execution.size),
-        ts_event=checked_ns(iso_utc_to_ns(execution.exec_date)),
-        ts_recv=received_ns,
-        trade_id=str(execution.id),
-        side=side,
+        symbol, price, volume, checked_ns(iso_utc_to_ns(execution.exec_date)), received_ns, str(execution.id), side,
     )
 
 
@@ -145,17 +145,15 @@ def _quote(raw: msgspec.Raw) -> int | None:
     # A zero best bid/ask means no quote on that side (Itayose): absent, never zero.
     value = json_fixed(raw) if raw else 0
     if value < 0:
-        raise ParseError("number", "negative quote")
-    return value or None
+        raise ParseError("price", "negative quote")
+    return checked_price(value, "quote") if value else None
 
 
 def _ticker(ticker: TickerMessage, received_ns: int) -> Ticker:
-    volume = json_fixed(ticker.volume) if ticker.volume else None
-    if volume is not None and volume < 0:
-        raise ParseError("number", "negative volume")
+    volume = checked_size(json_fixed(ticker.volume), "volume") if ticker.volume else None
     return make_ticker(
-        symbol=ticker.product_code,
-        last_price=json_fixed_positive(ticker.ltp),
+        symbol=checked_symbol(ticker.product_code),
+        last_price=checked_price(json_fixed(ticker.ltp), "last price"),
         ts_event=checked_ns(iso_utc_to_ns(ticker.timestamp)),
         ts_recv=received_ns,
         best_bid=_quote(ticker.best_bid),

@@ -12,13 +12,18 @@ def is_binary(venue: Venue) -> bool:
     return bool(getattr(venue, "binary_frames", False))
 
 
-def frame_from_line(venue: Venue, line: str) -> bytes:
-    """Return the frame a recorded line holds; raise ParseError for bad base64."""
-    line = line.rstrip("\r\n")
+def frame_from_line(venue: Venue, line: str | bytes) -> bytes:
+    """Return the frame a recorded line holds; raise ParseError for bad base64.
+
+    A line read as bytes stays bytes: a frame that is not UTF-8 reaches the parser as
+    the venue sent it, which refuses it with a reason.
+    """
+    raw = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else line
+    raw = raw.rstrip(b"\r\n")
     if not is_binary(venue):
-        return line.encode()
+        return raw
     try:
-        return base64.b64decode(line.strip(), validate=True)
+        return base64.b64decode(raw.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ParseError("base64", str(exc)) from None
 

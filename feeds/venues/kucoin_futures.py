@@ -30,8 +30,10 @@ from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_funding_rate, make_mark_price, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, json_fixed_positive, ms_to_ns
+from feeds.venues.errors import (
+    DECODE_FAILURES, MAX_FIXED, MAX_INT, as_parse_error, checked_signed, trade_refusal, values_refusal,
+)
+from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, ms_to_ns
 from feeds.venues.rest import fetch
 from feeds.venues.settings import base_url
 
@@ -176,8 +178,10 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
 
 def _topic_symbol(topic: str) -> str:
     prefix, colon, symbol = topic.partition(":")
-    if not colon or not symbol or "," in symbol:
+    if not colon or "," in symbol:
         raise ParseError("schema", f"topic names no single symbol: {topic!r}")
+    if not symbol:
+        raise ParseError("symbol", f"topic names an empty symbol: {topic!r}")
     return symbol
 
 
@@ -186,50 +190,42 @@ def _trade(match: Match, received_ns: int) -> MarketData:
         side = _SIDES[match.side]
     except KeyError:
         raise ParseError("schema", f"unknown side {match.side!r}") from None
-    return make_trade(
-        symbol=match.symbol,
-        price=json_fixed_positive(match.price),
-        volume=json_fixed_positive(match.size),  # contracts, as sent
-        ts_event=checked_ns(match.ts),
-        ts_recv=received_ns,
-        trade_id=match.tradeId,
-        side=side,
-    )
+    price, volume, symbol = json_fixed(match.price), json_fixed(match.size), match.symbol  # contracts, as sent
+    if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
+        raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
+    # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
+    return make_trade(symbol, price, volume, checked_ns(match.ts), received_ns, match.tradeId, side)
 
 
 def _mark_price(symbol: str, mark: MarkIndexPrice, received_ns: int) -> MarkPrice:
-    return make_mark_price(
-        symbol=symbol,
-        mark_price=json_fixed_positive(mark.markPrice),
-        ts_event=ms_to_ns(mark.timestamp),
-        ts_recv=received_ns,
-        index_price=json_fixed_positive(mark.indexPrice) if mark.indexPrice else None,
-    )
+    price = json_fixed(mark.markPrice)
+    index = json_fixed(mark.indexPrice) if mark.indexPrice else None
+    if not (0 < price <= MAX_FIXED and (index is None or 0 < index <= MAX_FIXED)):
+        raise values_refusal(symbol, prices=(price, index))
+    # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price), positional.
+    return make_mark_price(symbol, price, ms_to_ns(mark.timestamp), received_ns, index)
 
 
 def _funding_rate(symbol: str, funding: FundingRateData, received_ns: int) -> FundingRate:
     return make_funding_rate(
         symbol=symbol,
-        funding_rate=json_fixed(funding.fundingRate),
+        funding_rate=checked_signed(json_fixed(funding.fundingRate), "funding rate"),
         ts_event=ms_to_ns(funding.timestamp),
         ts_recv=received_ns,
     )
 
 
 def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
-    bid_size, ask_size = json_fixed(ticker.bestBidSize), json_fixed(ticker.bestAskSize)
-    if bid_size < 0 or ask_size < 0:
-        raise ParseError("number", "negative book size")
-    return make_book_ticker(
-        symbol=ticker.symbol,
-        bid_price=json_fixed_positive(ticker.bestBidPrice),
-        bid_size=bid_size,
-        ask_price=json_fixed_positive(ticker.bestAskPrice),
-        ask_size=ask_size,
-        ts_event=checked_ns(ticker.ts),
-        ts_recv=received_ns,
-        sequence=ticker.sequence,
-    )
+    bid, bid_size = json_fixed(ticker.bestBidPrice), json_fixed(ticker.bestBidSize)
+    ask, ask_size = json_fixed(ticker.bestAskPrice), json_fixed(ticker.bestAskSize)
+    sequence, symbol = ticker.sequence, ticker.symbol
+    if not (
+        0 < bid <= MAX_FIXED and 0 < ask <= MAX_FIXED and 0 <= bid_size <= MAX_FIXED and 0 <= ask_size <= MAX_FIXED
+        and symbol and (sequence is None or 0 <= sequence <= MAX_INT)
+    ):
+        raise values_refusal(symbol, prices=(bid, ask), sizes=(bid_size, ask_size), integers=(sequence,))
+    # BookTicker(symbol, bid_price, bid_size, ask_price, ask_size, ts_event, ts_recv, sequence), positional.
+    return make_book_ticker(symbol, bid, bid_size, ask, ask_size, checked_ns(ticker.ts), received_ns, sequence)
 
 
 # --- bootstrap, endpoints and subscriptions ---------------------------------------------

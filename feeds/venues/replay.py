@@ -25,8 +25,8 @@ from django.core.exceptions import ValidationError
 from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
 from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
 from feeds.venues.construct import make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import checked_ns, fixed, fixed_positive, ms_to_ns
+from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol
+from feeds.venues.numbers import checked_ns, fixed, ms_to_ns
 
 NAME = "replay"
 CHANNELS = frozenset({"trades"})
@@ -57,8 +57,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         if not 4 <= len(columns) <= 7:
             raise ParseError("schema", f"expected 4 to 7 columns, got {len(columns)}")
         ts_ms_text, symbol, price, volume, *extra = columns
-        if not symbol:
-            raise ParseError("schema", "empty symbol")
+        checked_symbol(symbol)
         ts_event = ms_to_ns(int(ts_ms_text))
         if len(extra) == 3 and extra[2]:
             ts_ns = checked_ns(int(extra[2]))
@@ -68,17 +67,13 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
         side_text = extra[1] if len(extra) >= 2 else ""
         if side_text not in _SIDES:
             raise ParseError("schema", f"unknown side {side_text!r}")
-        amount = fixed(volume)
-        if amount < 0:
-            raise ParseError("number", "negative volume")
+        value, amount = fixed(price), fixed(volume)
+        if not (0 < value <= MAX_FIXED and 0 <= amount <= MAX_FIXED):
+            checked_price(value)
+            checked_size(amount, "volume")  # zero is a volume: a recorded cold-start tick has none
+        # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
         return [make_trade(
-            symbol=symbol,
-            price=fixed_positive(price),
-            volume=amount,
-            ts_event=ts_event,
-            ts_recv=received_ns,
-            trade_id=(extra[0] or None) if extra else None,
-            side=_SIDES[side_text],
+            symbol, value, amount, ts_event, received_ns, (extra[0] or None) if extra else None, _SIDES[side_text],
         )]
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None

@@ -17,9 +17,11 @@ import msgspec
 import orjson
 from django.core.exceptions import ValidationError
 
-from feeds.market import FixedPointError, MarketData, Side, parse_fixed
-from feeds.venues.base import FeedSpec, InstrumentSpec, ParseError, StatelessStream
-from feeds.venues.numbers import ms_to_ns
+from feeds.market import MarketData, Side
+from feeds.venues.base import FeedSpec, InstrumentSpec, StatelessStream
+from feeds.venues.construct import make_trade
+from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, trade_refusal
+from feeds.venues.numbers import fixed, ms_to_ns
 
 NAME = "simulated"
 CHANNELS = frozenset({"trades"})
@@ -152,21 +154,15 @@ class SimulatedVenue:
             if _decode_type(frame).e != "trade":
                 return []
             trade = _decode_trade(frame)
-            return [MarketData(
-                symbol=trade.s,
-                price=parse_fixed(trade.p),
-                volume=parse_fixed(trade.q),
-                ts_event=ms_to_ns(trade.T),
-                ts_recv=received_ns,
-                trade_id=str(trade.t),
-                side=Side.SELL if trade.m else Side.BUY,
+            price, volume, symbol = fixed(trade.p), fixed(trade.q), trade.s
+            if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
+                raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
+            # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
+            return [make_trade(
+                symbol, price, volume, ms_to_ns(trade.T), received_ns, str(trade.t), Side.SELL if trade.m else Side.BUY,
             )]
-        except msgspec.ValidationError as exc:
-            raise ParseError("schema", str(exc)) from None
-        except msgspec.DecodeError as exc:
-            raise ParseError("json", str(exc)) from None
-        except (FixedPointError, ValueError) as exc:
-            raise ParseError("number", str(exc)) from None
+        except DECODE_FAILURES as exc:
+            raise as_parse_error(exc) from None
 
 
 VENUE = SimulatedVenue()

@@ -36,7 +36,7 @@ from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
-from feeds.venues.errors import DECODE_FAILURES, as_parse_error
+from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import RestError, fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
@@ -68,7 +68,21 @@ TokenProvider = Callable[[], Awaitable[str]]
 
 def _price(value: float) -> int:
     # repr() is the shortest decimal that round-trips the double: the venue's price.
-    return decimal_to_fixed_positive(Decimal(repr(value)))
+    price = decimal_to_fixed_positive(Decimal(repr(value)))
+    if price > MAX_FIXED:
+        raise ParseError("number", "price out of range")
+    return price
+
+
+# Quantities are whole units (int64 on the wire); scaled to fixed point they must stay
+# within range, so the largest acceptable quantity is the bound divided by the scale.
+_MAX_QUANTITY = MAX_FIXED // SCALE
+
+
+def _quantity(value: int, what: str) -> int:
+    if 0 <= value <= _MAX_QUANTITY:
+        return value * SCALE
+    raise ParseError("size" if value < 0 else "number", f"{what} {'negative' if value < 0 else 'out of range'}")
 
 
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
@@ -83,6 +97,8 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     try:
         events: list[MarketEvent] = []
         for key, feed in sorted(response.feeds.items()):
+            if not key:
+                raise ParseError("symbol", "empty instrument key")
             events.extend(_feed_events(key, feed, response.currentTs, received_ns))
         return events
     except DECODE_FAILURES as exc:
@@ -116,33 +132,35 @@ def _feed_events(key: str, feed: pb.Feed, current_ts_ms: int, received_ns: int) 
 
 
 def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> list[MarketEvent]:
+    ltp, ltt, ltq = ltpc.ltp, ltpc.ltt, ltpc.ltq  # each protobuf field read costs: once each
     # No last trade yet (ltt 0 or ltp 0, as proto3 omits unset fields): nothing to report.
-    if ltpc.ltt <= 0 or ltpc.ltp <= 0:
+    # A negative price or time is no such absence: the frame is corrupt.
+    if ltt <= 0 or ltp <= 0:
+        if ltp < 0:
+            raise ParseError("price", f"{key}: negative last traded price")
+        if ltt < 0:
+            raise ParseError("value", f"{key}: negative last trade time")
         return []
-    if ltpc.ltq < 0 or (vtt is not None and vtt < 0):
-        raise ParseError("number", f"{key}: negative quantity")
-    ts_event = ms_to_ns(ltpc.ltt)
-    if ltpc.ltq == 0 and vtt is None:
+    volume = _quantity(ltq, "last traded quantity")
+    cumulative = None if vtt is None else _quantity(vtt, "volume traded today")
+    ts_event = ms_to_ns(ltt)
+    if volume == 0 and vtt is None:
         # Indices print a value with no quantity: a price, not a trade.
-        return [make_ticker(symbol=key, last_price=_price(ltpc.ltp), ts_event=ts_event, ts_recv=received_ns)]
-    return [make_trade(
-        symbol=key,
-        price=_price(ltpc.ltp),
-        volume=ltpc.ltq * SCALE,
-        ts_event=ts_event,
-        ts_recv=received_ns,
-        cumulative_volume=None if vtt is None else vtt * SCALE,
-    )]
+        return [make_ticker(key, _price(ltp), ts_event, received_ns)]
+    # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side, duration, cumulative), positional.
+    return [make_trade(key, _price(ltp), volume, ts_event, received_ns, None, None, None, cumulative)]
 
 
 def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int) -> list[MarketEvent]:
-    if quote.bidP <= 0 or quote.askP <= 0 or quote.bidQ < 0 or quote.askQ < 0:
+    bid, ask = quote.bidP, quote.askP
+    if bid <= 0 or ask <= 0:
+        if bid < 0 or ask < 0:
+            raise ParseError("price", f"{key}: negative quote")
         return []  # one side empty (pre-open, circuit limit): no best quote to report
+    bid_size, ask_size = _quantity(quote.bidQ, "bid quantity"), _quantity(quote.askQ, "ask quantity")
+    # BookTicker(symbol, bid_price, bid_size, ask_price, ask_size, ts_event, ts_recv), positional.
     return [make_book_ticker(
-        symbol=key,
-        bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
-        ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
-        ts_event=ms_to_ns(current_ts_ms), ts_recv=received_ns,
+        key, _price(bid), bid_size, _price(ask), ask_size, ms_to_ns(current_ts_ms), received_ns,
     )]
 
 

@@ -12,7 +12,9 @@ PRICE_FILTER tick of 0.10 and a LOT_SIZE step of 0.001.
 
 Connections are accepted on `/market/stream` (SUBSCRIBE messages, or `?streams=a/b`).
 Fault knobs: `close_connections()`, `go_silent()` (no data, pings still answered),
-`go_half_open()` (no data, no pongs), `send_garbage()`, `refuse_connections(True)`
+`go_half_open()` (no data, no pongs), `send_garbage()`, `inject(frame)` (a raw frame
+sent in order between the trades, to every subscriber of its stream; bytes go as a
+binary frame), `refuse_connections(True)`
 (HTTP 503 at the handshake), `slow_down(delay_s)` per frame, `rest_down(True)`,
 `metadata_down(True)` (exchangeInfo alone answers HTTP 503), `listed = {...}`, and
 `max_connection_age_s` (the server cuts older connections, as Binance does at 24 h).
@@ -52,6 +54,15 @@ class TapeTrade:
     price: str  # `p`
     quantity: str  # `q`
     buyer_is_maker: bool  # `m`
+
+
+@dataclass(frozen=True, slots=True)
+class _Outgoing:
+    """One frame of the stream every connection is sent, in order: a trade or an injected frame."""
+
+    stream: str
+    message: str | bytes  # str: a text frame; bytes: a binary frame
+    wire: bytes  # serialized once, unmasked, as a server sends it
 
 
 @dataclass(slots=True)
@@ -114,6 +125,7 @@ class FakeVenueStats:
     rest_refused: int = 0
     exchange_info_requests: int = 0
     subscribe_messages: int = 0
+    injected_frames: int = 0
 
 
 class FakeBinanceUsdm:
@@ -126,6 +138,7 @@ class FakeBinanceUsdm:
     ) -> None:
         self.tape = list(tape)
         self.executed: list[ExecutedTrade] = []
+        self._outbox: list[_Outgoing] = []  # what connections are sent, trades and injected frames
         self._by_symbol: dict[str, list[ExecutedTrade]] = {}
         self._host, self._port = host, port
         self._retention_ms = int(retention_s * 1000)
@@ -189,11 +202,23 @@ class FakeBinanceUsdm:
         for trade in batch:
             executed = ExecutedTrade(trade, ts_ms, _agg_frame(trade, ts_ms))
             self.executed.append(executed)
+            self._outbox.append(_Outgoing(executed.stream, executed.frame, executed.wire))
             self._by_symbol.setdefault(trade.symbol, []).append(executed)
         if batch:
-            self._released.set()
-            self._released = asyncio.Event()
+            self._wake_senders()
         return len(self.tape) - len(self.executed)
+
+    def inject(self, frame: str | bytes, *, stream: str = "btcusdt@aggTrade") -> None:
+        """Send `frame` as it is, after the trades released so far and before the next ones."""
+        opcode = Opcode.BINARY if isinstance(frame, bytes) else Opcode.TEXT
+        payload = frame if isinstance(frame, bytes) else frame.encode()
+        self._outbox.append(_Outgoing(stream, frame, Frame(opcode, payload).serialize(mask=False, extensions=[])))
+        self.stats.injected_frames += 1
+        self._wake_senders()
+
+    def _wake_senders(self) -> None:
+        self._released.set()
+        self._released = asyncio.Event()
 
     def play(self, rate_per_s: float, *, tick_s: float = 0.005) -> asyncio.Task[None]:
         """Release the tape at `rate_per_s` trades per second in the background."""
@@ -237,7 +262,7 @@ class FakeBinanceUsdm:
     def send_garbage(self) -> None:
         for sub in self._subscribers:
             self.stats.garbage_frames += 1
-            asyncio.ensure_future(self._send_quietly(sub.connection, b'{"stream":"btcusdt@aggTrade","data":{"e":'))
+            asyncio.ensure_future(self._send_quietly(sub.connection, '{"stream":"btcusdt@aggTrade","data":{"e":'))
 
     def refuse_connections(self, refuse: bool = True) -> None:
         self._refuse = refuse
@@ -264,7 +289,7 @@ class FakeBinanceUsdm:
 
     async def _handle(self, connection: ServerConnection) -> None:
         self.stats.connections += 1
-        sub = _Subscriber(connection, cursor=len(self.executed))
+        sub = _Subscriber(connection, cursor=len(self._outbox))
         query = parse_qs(urlsplit(connection.request.path).query)  # type: ignore[union-attr]
         for names in query.get("streams", []):
             sub.streams.update(name for name in names.split("/") if name)
@@ -290,7 +315,7 @@ class FakeBinanceUsdm:
             self.stats.subscribe_messages += 1
             # A live subscription sees trades from now on, not the ones before it.
             if not sub.streams:
-                sub.cursor = len(self.executed)
+                sub.cursor = len(self._outbox)
             sub.streams.update(request.get("params", []))
             await sub.connection.send(json.dumps({"result": None, "id": request_id}))
         elif method == "UNSUBSCRIBE":
@@ -308,25 +333,25 @@ class FakeBinanceUsdm:
             if self._max_age_s is not None and time.monotonic() - sub.opened_at >= self._max_age_s:
                 await connection.close(1000, "connection age limit")
                 return
-            if sub.cursor >= len(self.executed) or sub.silent:
+            if sub.cursor >= len(self._outbox) or sub.silent:
                 timeout = None if self._max_age_s is None else self._max_age_s / 4
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
                         await released.wait()
                 continue
-            end = min(len(self.executed), sub.cursor + _BURST)
+            end = min(len(self._outbox), sub.cursor + _BURST)
             if self._delay_s:
-                for executed in self.executed[sub.cursor:end]:
+                for outgoing in self._outbox[sub.cursor:end]:
                     if sub.silent:
                         break
-                    if f"{executed.trade.symbol.lower()}@aggTrade" in sub.streams:
+                    if outgoing.stream in sub.streams:
                         await asyncio.sleep(self._delay_s)
-                        if not await self._send_quietly(connection, executed.frame):
+                        if not await self._send_quietly(connection, outgoing.message):
                             return
                     sub.cursor += 1
             else:
                 streams = sub.streams
-                wires = [e.wire for e in self.executed[sub.cursor:end] if e.stream in streams]
+                wires = [e.wire for e in self._outbox[sub.cursor:end] if e.stream in streams]
                 sub.cursor = end
                 if wires and not await self._send_burst(connection, wires):
                     return
@@ -349,7 +374,7 @@ class FakeBinanceUsdm:
     @staticmethod
     async def _send_quietly(connection: ServerConnection, frame: str | bytes) -> bool:
         try:
-            await connection.send(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
+            await connection.send(frame)
             return True
         except ConnectionClosed:
             return False

@@ -7,6 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from feeds.copy_process import CopyProcessWriter, WriterProcessError
+from feeds.copy_worker import APPLICATION_NAME
 from feeds.models import StreamCheckpoint, Tick
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import CheckpointRow, TickRow, WriteSkipped, pipelined_writer_for_database
@@ -56,24 +57,57 @@ async def test_batches_are_pipelined_and_committed_in_order_with_their_checkpoin
     assert writer.starts == 1
 
 
+@database_sync_to_async
+def _cut_the_worker_connection() -> int:
+    """Terminate the worker's database session, as a database restart would."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            [APPLICATION_NAME],
+        )
+        return len(cursor.fetchall())
+
+
 async def test_after_a_failed_batch_later_ones_are_refused_unwritten_until_reset() -> None:
     instrument, feed = await database_sync_to_async(_setup)()
     writer = await _writer()
     try:
-        ok = writer.submit([_row(instrument, 1)], [_checkpoint(feed, 1)])
-        bad = writer.submit([_row(instrument + 999, 2)], [_checkpoint(feed, 2)])  # no such instrument
+        await writer.submit([_row(instrument, 1)], [_checkpoint(feed, 1)])
+        assert await _cut_the_worker_connection() == 1
+        lost = writer.submit([_row(instrument, 2)], [_checkpoint(feed, 2)])
         later = writer.submit([_row(instrument, 3)], [_checkpoint(feed, 3)])
-        await ok
-        with pytest.raises(WriterProcessError, match="ForeignKeyViolation"):
-            await bad
+        with pytest.raises(WriterProcessError, match="OperationalError|AdminShutdown"):
+            await lost
         with pytest.raises(WriteSkipped):
             await later
         assert await _stored() == (["1"], ["1"])
         writer.reset()
-        await writer.submit([_row(instrument, 3)], [_checkpoint(feed, 3)])
+        await writer.submit([_row(instrument, 2), _row(instrument, 3)], [_checkpoint(feed, 3)])
     finally:
         await writer.close()
-    assert await _stored() == (["1", "3"], ["3"])
+    assert await _stored() == (["1", "2", "3"], ["3"])
+
+
+async def test_a_row_the_database_refuses_is_reported_and_the_rest_of_its_batch_written() -> None:
+    instrument, feed = await database_sync_to_async(_setup)()
+    writer = await _writer()
+    poison_rows = {
+        1: (instrument, 1_764_460_800_000_000_001, 5, 2**63, 1_234, None, "1", "buy"),  # beyond int8
+        3: _row(instrument + 999, 3),  # no such instrument
+        5: (instrument, 1_764_460_800_000_000_005, 5, 1, 1, None, "5\x00", "buy"),  # NUL in text
+    }
+    rows = [poison_rows.get(n, _row(instrument, n)) for n in range(7)]
+    try:
+        refused = await writer.submit(rows, [_checkpoint(feed, 6)])
+        after = await writer.submit([_row(instrument, 7)], [_checkpoint(feed, 7)])
+    finally:
+        await writer.close()
+    assert refused == [(1, "out_of_range"), (3, "database:ForeignKeyViolation"), (5, "database:CharacterNotInRepertoire")]
+    assert after == []
+    assert await _stored() == (["0", "2", "4", "6", "7"], ["7"])
 
 
 async def test_a_killed_worker_fails_what_it_held_and_the_next_batch_starts_another() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Iterable
 
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -14,11 +14,22 @@ from feeds.venues.frames import frame_from_line
 from feeds.venues.records import event_record
 
 
+def _stdin_lines() -> Iterable[bytes]:
+    # Bytes, not text: a line that is not UTF-8 must reach the parser (and be refused
+    # there with a reason) instead of stopping the read.
+    stdin = sys.stdin
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is not None:
+        return buffer
+    return (line.encode("utf-8", "surrogateescape") for line in stdin)
+
+
 class Command(BaseCommand):
     help = (
         "Read one raw frame per line on stdin (binary venues such as upstox: base64) and write "
         "one JSON object per event. The input is one stream: per-stream state carries across "
-        "lines. Malformed lines are reported on stderr and skipped."
+        "lines. Malformed lines (not JSON, not UTF-8, nested too deep, numbers out of range) "
+        "are reported on stderr with their reason and skipped; the rest is parsed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,15 +40,18 @@ class Command(BaseCommand):
             adapter = get_venue(venue)
         except LookupError as exc:
             raise CommandError(str(exc)) from None
-        stdin: TextIO = sys.stdin
         state = adapter.new_stream_state()
-        for number, line in enumerate(stdin, start=1):
+        for number, line in enumerate(_stdin_lines(), start=1):
             if not line.strip():
                 continue
             try:
-                events = adapter.parse(frame_from_line(adapter, line), time.time_ns())
+                events = state.apply(adapter.parse(frame_from_line(adapter, line), time.time_ns()))
+                records = [orjson.dumps(event_record(venue, event)).decode() for event in events]
             except ParseError as exc:
                 self.stderr.write(f"parseframes {venue}: line {number}: skipped ({exc})")
                 continue
-            for event in state.apply(events):
-                self.stdout.write(orjson.dumps(event_record(venue, event)).decode())
+            except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (an integer beyond 64 bits)
+                self.stderr.write(f"parseframes {venue}: line {number}: skipped (unprintable: {exc})")
+                continue
+            for record in records:
+                self.stdout.write(record)
