@@ -144,7 +144,7 @@ def test_sigkill_at_each_entry_step_converges_after_one_reconciliation(kill_at: 
             broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue="paper", mode="paper"),
             config=ExecutorConfig(),
         )
-        assert asyncio.run(executor.handle(signal)) == ["skipped"]
+        assert asyncio.run(executor.handle(signal)) == ["duplicate"]
         assert PaperOrder.objects.filter(client_order_id=intent.client_order_id).count() == at_broker
         report = ledger_check(account_id=setup.account.pk)
         assert report.ok, report.problems
