@@ -154,7 +154,13 @@ class TradeExecutor:
         self._running: dict[asyncio.Task[None], Signal] = {}
         self._taking = 0  # signals taken off the queue and waiting for a slot
         self._stopping = False
+        self.stop_report: StopReport | None = None
         self.outcomes: dict[str, int] = {}
+
+    @property
+    def stopping(self) -> bool:
+        """True once stop() has begun: new signals are recorded as stopped, not traded."""
+        return self._stopping
 
     # ---- the signal loop --------------------------------------------------------------
 
@@ -215,6 +221,7 @@ class TradeExecutor:
             unfinished=sorted(signal_key(s) for t, s in self._running.items() if not t.done()),
             refused=self.outcomes.get(Outcome.STOPPED, 0),
         )
+        self.stop_report = report
         if report.clean:
             self._report(Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped")
         else:
