@@ -316,9 +316,6 @@ class TradeExecutor:
 
         if plan.quantity <= 0:
             return await decide(Outcome.QUANTITY_ZERO, "quantity rounds to zero at the lot size")
-        halted = await in_db_thread(self._entry_gate)(plan.account_id)
-        if halted:
-            return await decide(Outcome.HALTED, halted)
         position_side = POSITION_OF[signal.kind]
         side = OrderSide.BUY if position_side == PositionSide.LONG else OrderSide.SELL
         price = round_to_step(signal.price, plan.tick_size, up=side == OrderSide.SELL)
@@ -350,6 +347,10 @@ class TradeExecutor:
             return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
         waited = False
         while True:
+            # Checked again after a reversal's wait: a switch engaged meanwhile still halts it.
+            halted = await in_db_thread(self._entry_gate)(plan.account_id)
+            if halted:
+                return await decide(Outcome.HALTED, halted)
             async with self._entry_lease(plan) as leased:
                 if not leased:
                     return await decide(Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL")
