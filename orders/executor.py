@@ -351,24 +351,16 @@ class TradeExecutor:
             halted = await in_db_thread(self._entry_gate)(plan.account_id)
             if halted:
                 return await decide(Outcome.HALTED, halted)
-            async with self._entry_lease(plan) as leased:
-                if not leased:
-                    return await decide(Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL")
-                try:
-                    intent, blocked = await in_db_thread(lifecycle.entry_intent_create)(spec=spec, blocked=_entry_blocked)
-                except InsufficientCapital as exc:
-                    return await decide(Outcome.INSUFFICIENT_CAPITAL, str(exc))
-                if intent is not None:
-                    self._step("after_reserve")
-                    return await self._place_and_persist(signal, plan, spec, broker, entry=True)
-            # Refused; the lease is given back before any waiting.
-            assert blocked is not None
-            if blocked.reversing_position_id is None or blocked.reversal != Reversal.AFTER_EXIT_FILL:
-                return await decide(blocked.outcome, blocked.reason)
+            decided = await self._reserve_and_place(signal, plan, spec, broker)
+            if isinstance(decided, str):
+                return decided
+            # Refused under the lease, which is not held any more: waiting holds nothing.
+            if decided.reversing_position_id is None or decided.reversal != Reversal.AFTER_EXIT_FILL:
+                return await decide(decided.outcome, decided.reason)
             if waited:
-                return await decide(Outcome.EXIT_NOT_FILLED, blocked.reason)
-            await decide(Outcome.WAITING_FOR_EXIT, blocked.reason)
-            filled = await self._await_closed(blocked.reversing_position_id)
+                return await decide(Outcome.EXIT_NOT_FILLED, decided.reason)
+            await decide(Outcome.WAITING_FOR_EXIT, decided.reason)
+            filled = await self._await_closed(decided.reversing_position_id)
             waited = True
             if not filled:
                 if self._stopping:
@@ -376,6 +368,53 @@ class TradeExecutor:
                 return await decide(
                     Outcome.EXIT_NOT_FILLED, f"the exit did not fill within {self.config.reversal_wait_s:g}s"
                 )
+
+    async def _reserve_and_place(
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker
+    ) -> str | EntryBlocked:
+        """Take the entry lease, re-check and reserve (one transaction), then place and persist; or say why not.
+
+        A lease held by another owner is waited for, with backoff, until it is released
+        or expires (lock_acquire takes over an expired lease), for at most the TTL plus
+        a margin; the re-check under the lease then refuses a signal the winner already
+        handled. The lease is given back in the lifecycle transaction (or at once on a
+        refusal, where it was never committed).
+        """
+        cid = spec.client_order_id
+        local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
+        async with local:
+            lease = _Lease(plan.account_id, entry_scope(plan.instrument_id), new_owner_token(), self.config.lock_ttl_s)
+            deadline = time.monotonic() + self.config.lock_ttl_s + self.config.lock_wait_margin_s
+            delay_s = 0.02
+            while True:
+                try:
+                    intent, blocked = await in_db_thread(lifecycle.entry_intent_create)(
+                        spec=spec, blocked=_entry_blocked, lease=lease.take
+                    )
+                except InsufficientCapital as exc:
+                    return await self._record(
+                        signal, plan.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), client_order_id=cid, entry=True
+                    )
+                if blocked is not _LEASE_HELD:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return await self._record(
+                        signal, plan.account_id, Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL",
+                        client_order_id=cid, entry=True,
+                    )
+                await self._sleep(min(delay_s, remaining))
+                delay_s = min(delay_s * 2, 0.5)
+            if intent is None:
+                assert blocked is not None
+                return blocked
+            lease.held = True
+            try:
+                self._step("after_reserve")
+                return await self._place_and_persist(signal, plan, spec, broker, entry=True, lease=lease)
+            finally:
+                if lease.held:
+                    await in_db_thread(lease.release)()
 
     async def _await_closed(self, position_id: int) -> bool:
         """Wait, holding no lease, until the position row is CLOSED (its exit filled, live or via reconciliation)."""
@@ -392,12 +431,10 @@ class TradeExecutor:
 
     @contextlib.asynccontextmanager
     async def _entry_lease(self, plan: TradePlan) -> AsyncIterator[bool]:
-        """Hold the (account, instrument) entry lease: in-process lock first, then the row lease.
+        """Hold the (account, instrument) entry lease for an exit: in-process lock first, then the row lease.
 
-        A lease held by another owner is waited for, with backoff, until it is released
-        or expires (lock_acquire takes over an expired lease), for at most the TTL plus
-        a margin; the caller's re-check under the lease then refuses a signal the
-        winner already handled. False only when the lease stayed held past that.
+        Waited for like an entry's (until released or expired, at most the TTL plus a
+        margin); False only when the lease stayed held past that.
         """
         local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
         async with local:
@@ -420,7 +457,7 @@ class TradeExecutor:
                 await in_db_thread(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
     async def _place_and_persist(
-        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, *, entry: bool
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, *, entry: bool, lease: _Lease | None = None
     ) -> str:
         cid = spec.client_order_id
 
@@ -451,12 +488,27 @@ class TradeExecutor:
         finally:
             BROKER_LATENCY.labels(broker.name, "place").observe(time.monotonic() - started)
         self._step("after_place")
+        reason = f"exchange order {acknowledged.exchange_order_id}"
+        recorded: list[bool] = []
+
+        def before_commit() -> None:
+            # The outcome commits with the order it names (and the lease release).
+            _outcome_write(signal, plan.account_id, Outcome.PLACED, reason, cid)
+            recorded.append(True)
+            self._step("before_commit")
+
         await in_db_thread(lifecycle.lifecycle_persist)(
-            broker_order=acknowledged, before_commit=lambda: self._step("before_commit")
+            broker_order=acknowledged,
+            before_commit=before_commit,
+            on_begin=lease.release if lease is not None else None,
         )
+        if lease is not None:
+            lease.held = False
         SIGNAL_TO_ACK_SECONDS.observe(max(self._clock_ns() - signal.emitted_ns, 0) / 1e9)
         self._report(Status.HEALTHY, f"last order {cid} acknowledged")
-        return await decide(Outcome.PLACED, f"exchange order {acknowledged.exchange_order_id}")
+        if not recorded:  # persisted before (adopted by reconciliation meanwhile)
+            return await decide(Outcome.PLACED, reason)
+        return self._count(Outcome.PLACED, entry=entry)
 
     async def _place(self, broker: Broker, request: OrderRequest) -> BrokerOrder:
         try:
@@ -546,26 +598,12 @@ class TradeExecutor:
         client_order_id: str = "",
         entry: bool = True,
     ) -> str:
-        """Record the outcome (row, audit event, metric); final outcomes also count in the entries/exits metric.
+        """Record the outcome (row, audit event, metric) and count it."""
+        await in_db_thread(_outcome_write)(signal, account_id, outcome, reason, client_order_id)
+        return self._count(outcome, entry=entry)
 
-        A duplicate (the same signal seen again, here or by another process) leaves its
-        audit event and metric but never touches the signal's row: that row belongs to
-        the handling that created the intent, and overwriting it would hide its order.
-        """
-        if outcome == Outcome.DUPLICATE:
-            await in_db_thread(audit_record)(
-                event=f"signal.{outcome}",
-                account_id=account_id,
-                strategy_id=signal.strategy_id,
-                client_order_id=client_order_id,
-                message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: {reason}",
-                details={"signal_key": signal_key(signal), "output_id": signal.output_id},
-            )
-            SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
-        else:
-            await in_db_thread(signal_outcome_record)(
-                signal=signal, account_id=account_id, outcome=outcome, reason=reason, client_order_id=client_order_id
-            )
+    def _count(self, outcome: Outcome, *, entry: bool) -> str:
+        """Final outcomes also count in the entries/exits metric and `outcomes`; a wait does not."""
         if outcome != Outcome.WAITING_FOR_EXIT:
             (ENTRIES if entry else EXITS).labels(str(outcome)).inc()
             self.outcomes[str(outcome)] = self.outcomes.get(str(outcome), 0) + 1
@@ -574,6 +612,51 @@ class TradeExecutor:
     def _report(self, status: Status, reason: str) -> None:
         if self._health is not None:
             self._health.set(COMPONENT, status, reason)
+
+
+def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, reason: str, client_order_id: str) -> None:
+    """Write the signal's outcome on the account, with its audit event and metric.
+
+    A duplicate (the same signal seen again, here or by another process) leaves its
+    audit event and metric but never touches the signal's row: that row belongs to
+    the handling that created the intent, and overwriting it would hide its order.
+    """
+    if outcome == Outcome.DUPLICATE:
+        audit_record(
+            event=f"signal.{outcome}",
+            account_id=account_id,
+            strategy_id=signal.strategy_id,
+            client_order_id=client_order_id,
+            message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: {reason}",
+            details={"signal_key": signal_key(signal), "output_id": signal.output_id},
+        )
+        SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
+        return
+    signal_outcome_record(
+        signal=signal, account_id=account_id, outcome=outcome, reason=reason, client_order_id=client_order_id
+    )
+
+
+# The lease is held by another owner: a refusal reason that is retried, never recorded.
+_LEASE_HELD = EntryBlocked(Outcome.LOCK_TIMEOUT, "the entry lease is held by another owner")
+
+
+@dataclass
+class _Lease:
+    """An entry lease taken inside the reserve transaction and given back in the lifecycle transaction."""
+
+    account_id: int
+    scope: str
+    owner: str
+    ttl_s: float
+    held: bool = False
+
+    def take(self) -> EntryBlocked | None:
+        taken = lock_acquire(account_id=self.account_id, scope=self.scope, owner=self.owner, ttl_s=self.ttl_s)
+        return None if taken else _LEASE_HELD
+
+    def release(self) -> None:
+        lock_release(account_id=self.account_id, scope=self.scope, owner=self.owner)
 
 
 # ---- reads under the ledger lock (called inside lifecycle.entry_intent_create) -------------

@@ -61,19 +61,30 @@ def intent_create(*, spec: IntentSpec) -> tuple[OrderIntent, bool]:
 
 
 def entry_intent_create(
-    *, spec: IntentSpec, blocked: Callable[[IntentSpec], T | None]
+    *,
+    spec: IntentSpec,
+    blocked: Callable[[IntentSpec], T | None],
+    lease: Callable[[], T | None] | None = None,
 ) -> tuple[OrderIntent | None, T | None]:
-    """Under the account's ledger lock: ask `blocked` why not to enter, else reserve and record the intent.
+    """Take the entry lease, ask `blocked` why not to enter under the ledger lock, else reserve and record the intent.
 
-    One durable transaction, so the check and the reservation see one state: no entry
-    of another process on the same account can reserve between them. Returns
-    (intent, None) when created, (None, reason) when refused. Raises
-    ledger.InsufficientCapital (nothing written) when the reservation does not fit.
+    One durable transaction, so the lease, the check and the reservation are one
+    state and one commit: no entry of another process on the same account can reserve
+    between the check and the reservation. `lease` (called first, before the ledger
+    lock, the order every entry takes them in) returns a reason when the lease is held
+    by someone else. Returns (intent, None) when created, (None, reason) when refused;
+    a refusal writes nothing, the lease included. Raises ledger.InsufficientCapital
+    (nothing written) when the reservation does not fit.
     """
     with transaction.atomic(durable=True):
+        if lease is not None:
+            held = lease()
+            if held is not None:
+                return None, held
         ledger = _ledger_for(spec.account_id)
         reason = blocked(spec)
         if reason is not None:
+            transaction.set_rollback(True)
             return None, reason
         return _intent_insert(ledger, spec), None
 
@@ -221,14 +232,23 @@ def _event(order: Order, kind: str, **extra: object) -> dict[str, object]:
 
 
 def lifecycle_persist(
-    *, broker_order: BrokerOrder, via_reconciliation: bool = False, before_commit: Callable[[], None] | None = None
+    *,
+    broker_order: BrokerOrder,
+    via_reconciliation: bool = False,
+    before_commit: Callable[[], None] | None = None,
+    on_begin: Callable[[], None] | None = None,
 ) -> Order:
     """Persist a broker-confirmed order: order row, position seed, intent handed over; one transaction.
 
     Idempotent on the client order id. A broker status that already ended without a
     fill (rejected on arrival) releases the reservation in the same transaction.
+    `on_begin` runs first in the transaction (the executor gives its entry lease back
+    there, so the release commits with the order); `before_commit` runs last, unless
+    the order was already persisted.
     """
     with transaction.atomic(durable=True):
+        if on_begin is not None:
+            on_begin()
         intent = OrderIntent.objects.get(client_order_id=broker_order.client_order_id)
         ledger = ledger_service.ledger_lock(account_id=intent.account_id)
         existing = Order.objects.filter(client_order_id=broker_order.client_order_id).first()
