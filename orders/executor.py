@@ -347,10 +347,6 @@ class TradeExecutor:
             return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
         waited = False
         while True:
-            # Checked again after a reversal's wait: a switch engaged meanwhile still halts it.
-            halted = await in_db_thread(self._entry_gate)(plan.account_id)
-            if halted:
-                return await decide(Outcome.HALTED, halted)
             decided = await self._reserve_and_place(signal, plan, spec, broker)
             if isinstance(decided, str):
                 return decided
@@ -389,7 +385,7 @@ class TradeExecutor:
             while True:
                 try:
                     intent, blocked = await in_db_thread(lifecycle.entry_intent_create)(
-                        spec=spec, blocked=_entry_blocked, lease=lease.take
+                        spec=spec, blocked=self._blocked, lease=lease.take
                     )
                 except InsufficientCapital as exc:
                     return await self._record(
@@ -428,6 +424,16 @@ class TradeExecutor:
                 return False
             await self._sleep(min(delay_s, remaining))
             delay_s = min(delay_s * 2, 0.25)
+
+    def _blocked(self, spec: IntentSpec) -> EntryBlocked | None:
+        """The kill switch, then the lifecycle re-check: run under the lease, in the reserve transaction.
+
+        Checked on every attempt, so a switch engaged while a reversal waited still halts it.
+        """
+        halted = self._entry_gate(spec.account_id)
+        if halted:
+            return EntryBlocked(Outcome.HALTED, halted)
+        return _entry_blocked(spec)
 
     @contextlib.asynccontextmanager
     async def _entry_lease(self, plan: TradePlan) -> AsyncIterator[bool]:
