@@ -7,6 +7,12 @@ transaction, lock release). Throughput: 20 accounts, every signal published at o
 to the SignalHub and drained by the TradeExecutor (concurrent across accounts,
 serialized per strategy and symbol), timed until the last entry is acknowledged.
 
+Each strategy trades its own instrument (one active entry per account and instrument
+across strategies). The round trips of an entry (statements and commits, on every
+connection) are counted, and a bare psycopg loop doing the same round trips is printed
+beside: the floor of this database and machine. BENCH_DB_THREADS=N runs the
+throughput part on an N-thread database pool instead of the loop's default.
+
 Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
 Run: .venv/bin/python bench/bench_orders.py   (prints figures; asserts nothing about time)
@@ -29,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.postgres import ensure_database, use_bench_database  # noqa: E402
 
 use_bench_database()
+DB_THREADS = int(os.environ.get("BENCH_DB_THREADS", "0"))  # 0: the loop's default pool
 
 
 
@@ -146,6 +153,10 @@ async def _throughput(strategies: list[list[tuple[int, str]]]) -> tuple[int, flo
     ]
     # Interleave accounts, as signals of many strategies arrive mixed.
     signals.sort(key=lambda s: s.occurrence_ns % 1000 * 10_000 + s.occurrence_ns // 1000)
+    if DB_THREADS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(DB_THREADS))
     runner = asyncio.create_task(executor.run(queue))
     started = time.perf_counter()
     hub.publish(signals)
