@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable, Optional
 
@@ -247,10 +248,12 @@ class TradeExecutor:
         try:
             if not slot_held:
                 await self._slots.acquire()
+            slot = _Slot(self._slots)
+            _SIGNAL_SLOT.set(slot)  # this task's context, copied into the per-account flows
             try:
                 await self.handle(signal)
             finally:
-                self._slots.release()
+                slot.give_back()
         except Exception as exc:  # one failed trade must not stop the executor
             log.exception("orders executor: signal %s failed", signal_key(signal))
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
@@ -416,6 +419,11 @@ class TradeExecutor:
         """Wait, holding no lease, until the position row is CLOSED (its exit filled, live or via reconciliation)."""
         deadline = time.monotonic() + self.config.reversal_wait_s
         delay_s = 0.02
+        # A wait is no work: its concurrency slot goes back, so waiting reversals never
+        # stall the signals behind them.
+        slot = _SIGNAL_SLOT.get()
+        if slot is not None:
+            slot.give_back()
         while True:
             if await in_db_thread(_position_closed)(position_id):
                 return True
@@ -641,6 +649,22 @@ def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, rea
     signal_outcome_record(
         signal=signal, account_id=account_id, outcome=outcome, reason=reason, client_order_id=client_order_id
     )
+
+
+@dataclass
+class _Slot:
+    """A signal's share of the executor's concurrency, given back once (at the end, or when it starts waiting)."""
+
+    semaphore: asyncio.Semaphore
+    held: bool = True
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.semaphore.release()
+
+
+_SIGNAL_SLOT: ContextVar[_Slot | None] = ContextVar("orders_signal_slot", default=None)
 
 
 # The lease is held by another owner: a refusal reason that is retried, never recorded.

@@ -209,3 +209,15 @@ async def test_each_account_of_a_signal_gets_its_own_outcome(executor: TradeExec
     assert (await _outcome(signal, rich.account.pk)).outcome == Outcome.PLACED
     assert (await _outcome(signal, poor.account.pk)).outcome == Outcome.INSUFFICIENT_CAPITAL
     assert await _rows(signal) == 2
+
+
+async def test_outcomes_keep_counting_in_the_entries_and_exits_metrics(executor: TradeExecutor) -> None:
+    from orders.metrics import ENTRIES, EXITS
+
+    setup = await database_sync_to_async(make_setup)()
+    placed_before = ENTRIES.labels("placed")._value.get()
+    no_position_before = EXITS.labels("no_position")._value.get()
+    assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG)) == ["placed"]
+    assert await executor.handle(make_signal(setup.strategy, SignalKind.EXIT_SHORT)) == ["no_position"]
+    assert ENTRIES.labels("placed")._value.get() == placed_before + 1
+    assert EXITS.labels("no_position")._value.get() == no_position_before + 1

@@ -139,3 +139,34 @@ async def test_a_reversal_completes_when_fills_arrive_only_through_reconciliatio
         assert ledger_check(account_id=setup.account.pk).ok
 
     await database_sync_to_async(check)()
+
+
+async def test_a_waiting_reversal_does_not_hold_up_the_signals_behind_it(registry: BrokerRegistry, matcher: PaperMatcher) -> None:
+    executor = _executor(registry, max_concurrent=1)  # one signal at a time, unless it waits
+    setup = await _long_filled(executor, matcher)
+    other = await database_sync_to_async(make_setup)()
+    queue: asyncio.Queue[Signal] = asyncio.Queue()
+    runner = asyncio.create_task(executor.run(queue))
+    try:
+        exit_signal = make_signal(setup.strategy, SignalKind.EXIT_LONG, "51000")
+        entry_signal = make_signal(setup.strategy, SignalKind.ENTRY_SHORT, "51000")
+        behind = make_signal(other.strategy, SignalKind.ENTRY_LONG, "51000")
+        for signal in (exit_signal, entry_signal, behind):
+            queue.put_nowait(signal)
+        await async_eventually(lambda: _waiting(entry_signal, setup.account.pk))
+
+        async def traded_behind() -> bool:
+            return await database_sync_to_async(
+                SignalOutcome.objects.filter(signal_key=signal_key(behind), outcome=Outcome.PLACED).exists
+            )()
+
+        await async_eventually(traded_behind)  # placed while the reversal still waits
+        assert await _waiting(entry_signal, setup.account.pk)
+        await matcher.consume(FeedData("sim", (tick("51000", "1"),)))
+
+        async def reversed_() -> bool:
+            return await _outcome(entry_signal, setup.account.pk) == Outcome.PLACED
+
+        await async_eventually(reversed_)
+    finally:
+        runner.cancel()
