@@ -388,7 +388,7 @@ class TradeExecutor:
             while True:
                 try:
                     intent, blocked = await in_db_thread(lifecycle.entry_intent_create)(
-                        spec=spec, blocked=self._blocked, lease=lease.take
+                        spec=spec, blocked=self._blocked, lease=lease.take, after_insert=_in_flight(signal)
                     )
                 except InsufficientCapital as exc:
                     return await self._record(
@@ -584,7 +584,7 @@ class TradeExecutor:
                 signal_output_id=signal.output_id,
             )
             sizing = await in_db_thread(lifecycle.exit_intent_create)(
-                spec=spec, between_reads=lambda: self._step("exit_position_read")
+                spec=spec, between_reads=lambda: self._step("exit_position_read"), after_insert=_in_flight(signal)
             )
             if sizing.refusal == ExitRefusal.DUPLICATE:
                 return await decide(Outcome.DUPLICATE, "this signal's exit already exists")
@@ -665,6 +665,26 @@ class _Slot:
 
 
 _SIGNAL_SLOT: ContextVar[_Slot | None] = ContextVar("orders_signal_slot", default=None)
+
+
+def _in_flight(signal: Signal) -> Callable[[OrderIntent], None]:
+    """Record the signal in flight with its intent, in the intent's transaction.
+
+    If the process dies before the broker answers, the signal still has its row, with
+    the client order id reconciliation settles it by (adopted: placed; never at the
+    broker: abandoned).
+    """
+
+    def record(intent: OrderIntent) -> None:
+        signal_outcome_record(
+            signal=signal,
+            account_id=intent.account_id,
+            outcome=Outcome.IN_FLIGHT,
+            reason="reserved; being sent to the broker",
+            client_order_id=intent.client_order_id,
+        )
+
+    return record
 
 
 # The lease is held by another owner: a refusal reason that is retried, never recorded.

@@ -65,6 +65,7 @@ def entry_intent_create(
     spec: IntentSpec,
     blocked: Callable[[IntentSpec], T | None],
     lease: Callable[[], T | None] | None = None,
+    after_insert: Callable[[OrderIntent], None] | None = None,
 ) -> tuple[OrderIntent | None, T | None]:
     """Take the entry lease, ask `blocked` why not to enter under the ledger lock, else reserve and record the intent.
 
@@ -73,8 +74,10 @@ def entry_intent_create(
     between the check and the reservation. `lease` (called first, before the ledger
     lock, the order every entry takes them in) returns a reason when the lease is held
     by someone else. Returns (intent, None) when created, (None, reason) when refused;
-    a refusal writes nothing, the lease included. Raises ledger.InsufficientCapital
-    (nothing written) when the reservation does not fit.
+    a refusal writes nothing, the lease included. `after_insert` runs in the same
+    transaction once the intent exists (the executor records the signal in flight, so
+    a crash after this point still leaves the signal's outcome to settle). Raises
+    ledger.InsufficientCapital (nothing written) when the reservation does not fit.
     """
     with transaction.atomic(durable=True):
         if lease is not None:
@@ -86,7 +89,10 @@ def entry_intent_create(
         if reason is not None:
             transaction.set_rollback(True)
             return None, reason
-        return _intent_insert(ledger, spec), None
+        intent = _intent_insert(ledger, spec)
+        if after_insert is not None:
+            after_insert(intent)
+    return intent, None
 
 
 class ExitRefusal(StrEnum):
@@ -103,7 +109,12 @@ class ExitSizing:
     closing: int  # unfilled quantity of the position's working exits and pending exit intents
 
 
-def exit_intent_create(*, spec: IntentSpec, between_reads: Callable[[], None] | None = None) -> ExitSizing:
+def exit_intent_create(
+    *,
+    spec: IntentSpec,
+    between_reads: Callable[[], None] | None = None,
+    after_insert: Callable[[OrderIntent], None] | None = None,
+) -> ExitSizing:
     """Size an exit and record its intent in one transaction: open quantity minus what is already being closed.
 
     `spec.quantity` is ignored. The ledger row, then the position row are locked before
@@ -111,7 +122,7 @@ def exit_intent_create(*, spec: IntentSpec, between_reads: Callable[[], None] | 
     fill cannot land between reading the position's quantity and reading its working
     exits: the two are one state, and an exit never asks for more than is open and
     not already being closed. `between_reads` runs between the two reads (tests land a
-    concurrent fill there).
+    concurrent fill there); `after_insert` in the same transaction once the intent exists.
     """
     with transaction.atomic(durable=True):
         ledger = _ledger_for(spec.account_id)
@@ -155,6 +166,8 @@ def exit_intent_create(*, spec: IntentSpec, between_reads: Callable[[], None] | 
         if quantity <= 0:
             return ExitSizing(None, ExitRefusal.ALREADY_CLOSING, position.quantity, closing)
         intent = _intent_insert(ledger, replace(spec, quantity=quantity, reserve=0))
+        if after_insert is not None:
+            after_insert(intent)
     return ExitSizing(intent, None, position.quantity, closing)
 
 
