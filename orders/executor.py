@@ -515,6 +515,8 @@ class TradeExecutor:
             broker_order=acknowledged,
             before_commit=before_commit,
             on_begin=lease.release if lease is not None else None,
+            account_id=plan.account_id,
+            owner_id=plan.owner_id,
         )
         if lease is not None:
             lease.held = False

@@ -250,6 +250,8 @@ def lifecycle_persist(
     via_reconciliation: bool = False,
     before_commit: Callable[[], None] | None = None,
     on_begin: Callable[[], None] | None = None,
+    account_id: int | None = None,
+    owner_id: int | None = None,
 ) -> Order:
     """Persist a broker-confirmed order: order row, position seed, intent handed over; one transaction.
 
@@ -257,17 +259,23 @@ def lifecycle_persist(
     fill (rejected on arrival) releases the reservation in the same transaction.
     `on_begin` runs first in the transaction (the executor gives its entry lease back
     there, so the release commits with the order); `before_commit` runs last, unless
-    the order was already persisted.
+    the order was already persisted. A caller that knows the intent's account and its
+    owner passes them, which saves the queries that would look them up.
     """
     with transaction.atomic(durable=True):
         if on_begin is not None:
             on_begin()
-        intent = OrderIntent.objects.get(client_order_id=broker_order.client_order_id)
-        ledger = ledger_service.ledger_lock(account_id=intent.account_id)
-        existing = Order.objects.filter(client_order_id=broker_order.client_order_id).first()
-        if existing is not None:
-            return existing
-        intent = OrderIntent.objects.select_for_update().get(pk=intent.pk)
+        if account_id is None:
+            account_id = OrderIntent.objects.values_list("account_id", flat=True).get(
+                client_order_id=broker_order.client_order_id
+            )
+        ledger = ledger_service.ledger_lock(account_id=account_id)
+        intent = OrderIntent.objects.select_for_update().get(
+            client_order_id=broker_order.client_order_id, account_id=account_id
+        )
+        # PLACED is set in the transaction that creates the order: the two go together.
+        if intent.state == OrderIntent.State.PLACED:
+            return Order.objects.get(client_order_id=broker_order.client_order_id)
         reserved = intent.reserved
         if intent.state == OrderIntent.State.ABANDONED:
             # Abandoned too early (a slow broker outlived the lock); the order exists after
@@ -303,7 +311,8 @@ def lifecycle_persist(
         )
         if broker_order.status in ENDED_WITHOUT_FILLING and broker_order.filled_quantity == 0:
             _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
-        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
+        if owner_id is None:
+            owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
         push_trade_event_on_commit(owner_id, _event(order, "order"))
         if before_commit is not None:
             before_commit()
