@@ -1,4 +1,4 @@
-"""The trade executor: signals in, broker orders out, through the ENTRY/EXIT flows of seed 003.
+"""The trade executor: signals in, broker orders out, through the ENTRY and EXIT flows.
 
 ENTRY: entry lease on (account, instrument) (row lease, TTL, owner token) -> in one
 durable transaction under the ledger lock: re-check the lifecycle (this signal
