@@ -9,7 +9,7 @@ from rest_framework import serializers
 from api.fields import FixedPointField, NanosecondsField
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal, fixed_to_str
-from orders.models import Account, Fill, LedgerEntry, Order, Position
+from orders.models import Account, Fill, LedgerEntry, Order, Outcome, Position, SignalOutcome
 from processor.models import Strategy, StrategySignal
 from recovery.models import AuthPrompt
 
@@ -123,13 +123,37 @@ class PositionSerializer(serializers.ModelSerializer):
         return None if pnl is None else fixed_to_str(pnl)
 
 
+class SignalOutcomeSerializer(serializers.ModelSerializer):
+    """What became of a signal on one account (account null: it reached no account)."""
+
+    outcome = serializers.ChoiceField(choices=Outcome.choices, read_only=True)
+    outcome_label = serializers.CharField(source="get_outcome_display", read_only=True)
+    traded = serializers.BooleanField(read_only=True, help_text="A broker order exists for it (client_order_id).")
+    decided_at = serializers.DateTimeField(source="updated_at", read_only=True)
+
+    class Meta:
+        model = SignalOutcome
+        fields = ["account", "outcome", "outcome_label", "reason", "client_order_id", "traded", "decided_at"]
+
+
 class SignalSerializer(serializers.ModelSerializer):
+    """A signal with its outcome on each of the caller's accounts (see signal_outcomes_attach)."""
+
     price = FixedPointField(source="price_fixed")
     occurred_at = NanosecondsField(source="occurrence_ns")
+    outcomes = SignalOutcomeSerializer(source="visible_outcomes", many=True, read_only=True)
+    traded = serializers.SerializerMethodField()
 
     class Meta:
         model = StrategySignal
-        fields = ["id", "strategy", "strategy_name", "feed", "symbol", "kind", "price", "emitted_at", "occurred_at", "output_id"]
+        fields = [
+            "id", "strategy", "strategy_name", "feed", "symbol", "kind", "price", "emitted_at", "occurred_at", "output_id",
+            "outcomes", "traded",
+        ]
+
+    def get_traded(self, signal: StrategySignal) -> bool:
+        """True when the signal traded on at least one of the outcomes listed."""
+        return any(row.traded for row in getattr(signal, "visible_outcomes", ()))
 
 
 class TradeSettingBriefSerializer(serializers.Serializer):

@@ -4,29 +4,47 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers
 from dashboard import selectors
-from orders.models import TradeSetting
+from orders.models import Outcome, TradeSetting
 from recovery.selectors import prompts_open_for_user
 from tradingsite.health_report import build_report
 from tradingsite.selectors import component_health_effective
 from tradingsite.views import _database_ok
 
 
+# Ids and foreign keys are 64-bit on PostgreSQL; a larger number would fail in the database.
+_ID_RANGE = range(-(2**63), 2**63)
+
+
 def _filtered(queryset: QuerySet[Any], request: Request, *names: str) -> QuerySet[Any]:
-    """Apply exact-match query parameters (?status=FILLED&account=3) that name model fields."""
+    """Apply exact-match query parameters (?status=FILLED&account=3) that name model fields.
+
+    A value the field cannot hold (?account=abc) is a 400 naming the parameter, not a 500.
+    """
     for name in names:
         value = request.query_params.get(name)
-        if value not in (None, ""):
-            queryset = queryset.filter(**{name: value})
+        if value in (None, ""):
+            continue
+        field = queryset.model._meta.get_field(name)
+        if field.is_relation or isinstance(field, (models.IntegerField, models.AutoField)):
+            try:
+                number = int(value)
+            except ValueError:
+                number = None
+            if number is None or number not in _ID_RANGE:
+                raise ValidationError({name: [f"{value[:40]!r} is not an id"]})
+        queryset = queryset.filter(**{name: value})
     return queryset
 
 
@@ -85,14 +103,36 @@ class PositionViewSet(viewsets.ReadOnlyModelViewSet):
         return _filtered(selectors.positions_for_user(self.request.user), self.request, "account", "state")
 
 
-@extend_schema(parameters=[OpenApiParameter("strategy", int), OpenApiParameter("symbol", str), OpenApiParameter("kind", str)])
+_outcome_param = OpenApiParameter(
+    "outcome", str, enum=Outcome.values, description="Only signals with this outcome on one of your accounts."
+)
+
+
+@extend_schema(parameters=[
+    OpenApiParameter("strategy", int), OpenApiParameter("symbol", str), OpenApiParameter("kind", str), _outcome_param,
+])
 class SignalViewSet(viewsets.ReadOnlyModelViewSet):
-    """Signals of the strategies that trade on your accounts, newest first."""
+    """Signals of the strategies that trade on your accounts, newest first, each with its outcome per account."""
 
     serializer_class = serializers.SignalSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(selectors.signals_for_user(self.request.user), self.request, "strategy", "symbol", "kind")
+        signals = _filtered(selectors.signals_for_user(self.request.user), self.request, "strategy", "symbol", "kind")
+        outcome = self.request.query_params.get("outcome")
+        if outcome not in (None, ""):
+            if outcome not in Outcome.values:
+                raise ValidationError({"outcome": [f"{outcome!r} is not an outcome; one of: {', '.join(Outcome.values)}"]})
+            signals = selectors.signals_with_outcome(signals, self.request.user, outcome)
+        return signals
+
+    # Outcomes are attached to the page (or the one signal) in a single query: no query per signal.
+    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
+        page = super().paginate_queryset(queryset)
+        return None if page is None else selectors.signal_outcomes_attach(self.request.user, page)
+
+    def get_object(self) -> Any:
+        (signal,) = selectors.signal_outcomes_attach(self.request.user, [super().get_object()])
+        return signal
 
 
 class StrategyViewSet(viewsets.ReadOnlyModelViewSet):

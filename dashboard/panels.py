@@ -15,9 +15,12 @@ from dashboard import selectors
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal, fixed_to_str
 from feeds.models import Instrument
+from orders.outcomes import outcome_event
 from tradingsite.selectors import component_health_effective
 
 RECENT_ROWS = 25
+# Signals drawn on the charts when the page loads (dashboard.js keeps at most 200 per chart).
+CHART_SIGNALS = 200
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,38 @@ def prices_panel(user: AbstractBaseUser) -> dict[str, Any]:
     for instrument in instruments:
         strategies = [s for s in instrument.strategies.all() if s.pk in visible]
         rows.append({"instrument": instrument, "strategies": strategies})
-    return {"instruments": rows}
+    symbols = {(row["instrument"].feed.name, row["instrument"].venue_symbol): row["instrument"].symbol for row in rows}
+    return {"instruments": rows, "chart_signals": chart_signals(user, symbols)}
+
+
+def chart_signals(user: AbstractBaseUser, symbols: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+    """The recent signals of the charted instruments with their outcomes, oldest first, shaped like the live pushes.
+
+    A reload draws the same markers the live page had: traded, not traded (and why) or pending.
+    """
+    recent = selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:CHART_SIGNALS]
+    drawn = []
+    for signal in reversed(selectors.signal_outcomes_attach(user, recent)):
+        symbol = symbols.get((signal.feed, signal.symbol))
+        if symbol is None:
+            continue
+        drawn.append({
+            "strategy_id": signal.strategy_id, "strategy": signal.strategy_name, "feed": signal.feed, "symbol": symbol,
+            "venue_symbol": signal.symbol, "kind": signal.kind, "price": fixed_to_str(signal.price_fixed),
+            "emitted_ms": int(signal.emitted_at.timestamp() * 1000), "occurrence_time_ms": signal.occurrence_ns // 1_000_000,
+            "output_id": signal.output_id,
+            "outcomes": [
+                {**outcome_event(row), "account_name": row.account.name if row.account else ""}
+                for row in signal.visible_outcomes  # type: ignore[attr-defined]
+            ],
+        })
+    drawn.sort(key=lambda row: row["occurrence_time_ms"])  # the chart needs its times in order
+    return drawn
 
 
 def signals_panel(user: AbstractBaseUser) -> dict[str, Any]:
-    return {"signals": list(selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:RECENT_ROWS])}
+    recent = selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:RECENT_ROWS]
+    return {"signals": selectors.signal_outcomes_attach(user, recent)}
 
 
 def trading_panel(user: AbstractBaseUser) -> dict[str, Any]:

@@ -6,12 +6,14 @@ accounts (through a trade setting), and those strategies' signals and outputs.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from dashboard.models import ControlAudit, KillSwitch
 from feeds.models import Tick
-from orders.models import Account, Fill, LedgerEntry, Order, Position, TradeSetting
+from orders.models import Account, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
 from processor.models import Strategy, StrategySignal
 
 GLOBAL_SCOPE = "global"
@@ -87,6 +89,56 @@ def signals_for_user(user: User) -> QuerySet[StrategySignal]:
     if not user.is_authenticated:
         return StrategySignal.objects.none()
     return StrategySignal.objects.filter(strategy_id__in=visible_strategy_ids(user_id=user.pk))
+
+
+def _outcomes_visible(user: User) -> Q:
+    """Outcomes on the user's accounts, and those of signals that reached no account.
+
+    Only ever applied to outcomes of signals the user may already see (same strategy),
+    so the unrouted ones are exactly those of the user's visible strategies.
+    """
+    return Q(account__owner_id=user.pk) | Q(account__isnull=True)
+
+
+def signals_with_outcome(signals: QuerySet[StrategySignal], user: User, outcome: str) -> QuerySet[StrategySignal]:
+    """Narrow `signals` to those with a visible outcome of `outcome` (one EXISTS, no join fan-out)."""
+    matching = SignalOutcome.objects.filter(
+        _outcomes_visible(user), strategy_id=OuterRef("strategy_id"), output_id=OuterRef("output_id"),
+        signal_kind=OuterRef("kind"), outcome=outcome,
+    )
+    return signals.filter(Exists(matching))
+
+
+def signal_outcomes_attach(user: User, signals: Iterable[StrategySignal]) -> list[StrategySignal]:
+    """Set `visible_outcomes` (account order) on each signal, in one query for all of them.
+
+    The link is (strategy, output_id, kind): a reversal emits two signals from one output.
+    """
+    signals = list(signals)
+    for signal in signals:
+        signal.visible_outcomes = []  # type: ignore[attr-defined]
+    if not signals or not user.is_authenticated:
+        return signals
+    by_link: dict[tuple[int | None, str, str], list[StrategySignal]] = {}
+    for signal in signals:
+        by_link.setdefault((signal.strategy_id, signal.output_id, signal.kind), []).append(signal)
+    rows = (
+        SignalOutcome.objects.filter(_outcomes_visible(user), output_id__in={s.output_id for s in signals})
+        .select_related("account").order_by("account_id", "id")
+    )
+    for row in rows:
+        for signal in by_link.get((row.strategy_id, row.output_id, row.signal_kind), ()):
+            signal.visible_outcomes.append(row)  # type: ignore[attr-defined]
+    return signals
+
+
+def signal_outcomes_for_user(user: User) -> QuerySet[SignalOutcome]:
+    """Outcomes on the user's accounts, and unrouted ones of strategies the user sees (the admin's scope)."""
+    if not user.is_authenticated:
+        return SignalOutcome.objects.none()
+    return SignalOutcome.objects.filter(
+        Q(account__owner_id=user.pk) | Q(account__isnull=True, strategy_id__in=visible_strategy_ids(user_id=user.pk))
+    )
 
 
 def kill_switches_for_user(user: User) -> dict[str, KillSwitch]:

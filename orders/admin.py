@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, TradeSetting
+from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
 
 
 @admin.register(Account)
@@ -98,3 +98,26 @@ class AuditEventAdmin(OwnedByAccountAdmin):
     list_display = ["event", "account", "client_order_id", "message", "created_at"]
     list_filter = ["event"]
     search_fields = ["client_order_id"]
+
+
+@admin.register(SignalOutcome)
+class SignalOutcomeAdmin(OwnedByAccountAdmin):
+    """What became of each signal; written only by orders.outcomes, so read-only here."""
+
+    list_display = ["created_at", "strategy_name", "symbol", "signal_kind", "account", "outcome", "reason", "client_order_id"]
+    # RelatedOnly: the sidebar must not list other users' accounts.
+    list_filter = [
+        "outcome", "signal_kind", ("account", admin.RelatedOnlyFieldListFilter), ("strategy", admin.RelatedOnlyFieldListFilter),
+    ]
+    search_fields = ["client_order_id", "output_id", "signal_key", "strategy_name", "symbol"]
+    list_select_related = ["account", "strategy"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SignalOutcome]:
+        # Unlike the other account rows, a signal that reached no account has no owner: staff
+        # see it when their accounts trade its strategy (as on the dashboard and the API).
+        queryset = admin.ModelAdmin.get_queryset(self, request)
+        if request.user.is_superuser:
+            return queryset
+        from dashboard.selectors import signal_outcomes_for_user
+
+        return queryset.filter(pk__in=signal_outcomes_for_user(request.user).values("pk"))

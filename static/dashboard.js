@@ -73,26 +73,81 @@
     });
   }
 
+  // ---- signals and their outcomes -------------------------------------------------
+  // A signal is (strategy, output, kind): a reversal emits two signals from one output.
+  // Its outcomes (one per account) may arrive before or after the signal itself.
+  const signals = new Map(); // signal key -> { signal, outcomes: Map(account -> outcome) }
+  const SIGNALS_KEPT = 2000;
+  function signalKey(row) { return `${row.strategy_id}|${row.output_id}|${row.kind}`; }
+  function signalEntry(row) {
+    const key = signalKey(row);
+    let entry = signals.get(key);
+    if (!entry) {
+      entry = { key, link: { strategy_id: row.strategy_id, output_id: row.output_id, kind: row.kind }, signal: null, outcomes: new Map() };
+      signals.set(key, entry);
+      if (signals.size > SIGNALS_KEPT) signals.delete(signals.keys().next().value);
+    }
+    return entry;
+  }
+  function accountKey(outcome) { return outcome.account === null ? "" : String(outcome.account); }
+  function outcomeState(outcome) {
+    return outcome.traded ? "traded" : outcome.settled ? "not-traded" : "pending";
+  }
+  // One summary per signal for its marker: traded on any account wins, then still pending.
+  function signalState(entry) {
+    const states = [...entry.outcomes.values()].map(outcomeState);
+    if (states.includes("traded")) return "traded";
+    if (!states.length || states.includes("pending")) return "pending";
+    return "not-traded";
+  }
+
+  function markerFor(entry) {
+    const signal = entry.signal;
+    const entryKind = signal.kind.startsWith("ENTRY");
+    const long = signal.kind.endsWith("LONG");
+    const label = signal.kind.replace("_", " ").toLowerCase();
+    const state = signalState(entry);
+    const marker = { position: entryKind === long ? "belowBar" : "aboveBar", id: entry.key, state };
+    if (state === "traded") {
+      return { ...marker, shape: entryKind === long ? "arrowUp" : "arrowDown", color: entryKind ? "#2fbf71" : "#ef5350", text: label };
+    }
+    if (state === "pending") return { ...marker, shape: "square", color: "#e0c050", text: `${label} (pending)` };
+    const first = [...entry.outcomes.values()][0];
+    const why = first.reason || first.outcome_label;
+    return { ...marker, shape: "circle", color: "#8393a5", text: `${label}: not traded, ${why.length > 40 ? why.slice(0, 39) + "…" : why}` };
+  }
+
+  function drawMarkers(state) {
+    state.markersApi.setMarkers(state.markers.map(({ state: _s, ...marker }) => marker));
+    state.box.dataset.markers = String(state.markers.length);
+    for (const name of ["traded", "not-traded", "pending"]) {
+      state.box.dataset[{ traded: "markersTraded", "not-traded": "markersNotTraded", pending: "markersPending" }[name]] =
+        String(state.markers.filter((m) => m.state === name).length);
+    }
+  }
+
   function applySignalMarker(signal) {
     const state = chartFor(signal.feed, signal.symbol);
     if (!state) return;
+    const entry = signalEntry(signal);
+    entry.signal = signal;
+    if (state.markers.some((m) => m.id === entry.key)) return;
     // The marker needs a bar at its time: put the signal's own price there.
     const seconds = signal.occurrence_time_ms / 1000;
     if (Math.floor(seconds) >= state.lastTime) addPricePoint(state, seconds, signal.price);
-    const entry = signal.kind.startsWith("ENTRY");
-    const long = signal.kind.endsWith("LONG");
-    state.markers.push({
-      time: Math.min(state.lastTime, Math.floor(seconds)),
-      position: entry === long ? "belowBar" : "aboveBar",
-      shape: entry === long ? "arrowUp" : "arrowDown",
-      color: entry ? "#2fbf71" : "#ef5350",
-      text: signal.kind.replace("_", " ").toLowerCase(),
-      id: signal.output_id,
-    });
+    state.markers.push({ time: Math.min(state.lastTime, Math.floor(seconds)), ...markerFor(entry) });
     state.markers.sort((a, b) => a.time - b.time);
     if (state.markers.length > 200) state.markers.splice(0, state.markers.length - 200);
-    state.markersApi.setMarkers(state.markers);
-    state.box.dataset.markers = String(state.markers.length);
+    drawMarkers(state);
+  }
+
+  function redrawSignalMarker(entry) {
+    if (!entry.signal) return;
+    const state = chartFor(entry.signal.feed, entry.signal.symbol);
+    const index = state ? state.markers.findIndex((m) => m.id === entry.key) : -1;
+    if (index < 0) return;
+    state.markers[index] = { time: state.markers[index].time, ...markerFor(entry) };
+    drawMarkers(state);
   }
 
   // ---- prices table -------------------------------------------------------------
@@ -178,13 +233,50 @@
   }
 
   // ---- signals table ------------------------------------------------------------
+  function signalRowFor(row) {
+    return document.querySelector(
+      `#signals tbody tr[data-signal="${CSS.escape(row.output_id)}"][data-kind="${CSS.escape(row.kind)}"][data-strategy="${CSS.escape(String(row.strategy_id))}"]`
+    );
+  }
+
+  function outcomeBadge(outcome) {
+    const badge = document.createElement("span");
+    badge.className = "outcome " + outcomeState(outcome);
+    badge.dataset.outcome = outcome.outcome;
+    badge.dataset.account = accountKey(outcome);
+    badge.title = (outcome.account_name ? outcome.account_name + ": " : "") + (outcome.reason || outcome.outcome_label);
+    badge.textContent = outcome.outcome_label;
+    if (outcome.client_order_id) {
+      const code = document.createElement("code");
+      code.className = "order-id";
+      code.textContent = outcome.client_order_id;
+      badge.append(" ", code);
+    }
+    return badge;
+  }
+
+  // Replace this account's badge (or the "pending" placeholder); other accounts' badges,
+  // server-rendered or pushed, stay.
+  function renderOutcome(entry, outcome) {
+    const row = signalRowFor(entry.link);
+    const cell = row && row.querySelector(".outcomes");
+    if (!cell) return;
+    cell.querySelectorAll('.outcome[data-outcome=""]').forEach((placeholder) => placeholder.remove());
+    const badge = outcomeBadge(outcome);
+    const previous = [...cell.querySelectorAll(".outcome")].find((b) => b.dataset.account === accountKey(outcome));
+    if (previous) previous.replaceWith(badge);
+    else cell.appendChild(badge);
+  }
+
   function applySignalRow(signal) {
     const table = document.querySelector("#signals tbody");
-    if (!table || table.querySelector(`tr[data-signal="${CSS.escape(signal.output_id)}"]`)) return;
+    if (!table || signalRowFor(signal)) return;
     const empty = table.querySelector("tr.empty");
     if (empty) empty.remove();
     const row = document.createElement("tr");
     row.dataset.signal = signal.output_id;
+    row.dataset.kind = signal.kind;
+    row.dataset.strategy = String(signal.strategy_id);
     row.className = "new";
     const cells = [new Date(signal.emitted_ms).toISOString().slice(11, 19), signal.strategy, signal.symbol, null, signal.price];
     cells.forEach((text, i) => {
@@ -199,8 +291,40 @@
       } else cell.textContent = text;
       row.appendChild(cell);
     });
+    const outcomes = document.createElement("td");
+    outcomes.className = "outcomes";
+    outcomes.appendChild(outcomeBadge({ outcome: "", outcome_label: "pending", reason: "No outcome recorded yet", account: null, settled: false, traded: false }));
+    row.appendChild(outcomes);
     table.prepend(row);
     while (table.children.length > 50) table.lastElementChild.remove();
+    const entry = signalEntry(signal);
+    entry.outcomes.forEach((outcome) => renderOutcome(entry, outcome));
+  }
+
+  function applySignal(signal) {
+    signalEntry(signal).signal = signal;
+    applySignalRow(signal);
+    applySignalMarker(signal);
+  }
+
+  // A pushed outcome (orders.outcomes): the latest decision per (signal, account) wins.
+  function applyOutcome(outcome) {
+    const entry = signalEntry(outcome);
+    entry.outcomes.set(accountKey(outcome), outcome);
+    renderOutcome(entry, outcome);
+    redrawSignalMarker(entry);
+  }
+
+  // Markers as they were before a reload: the page carries recent signals with their outcomes.
+  function drawInitialSignals() {
+    const script = document.getElementById("chart-signals");
+    if (!script) return;
+    JSON.parse(script.textContent).forEach((signal) => {
+      const entry = signalEntry(signal);
+      entry.signal = signal;
+      signal.outcomes.forEach((outcome) => entry.outcomes.set(accountKey(outcome), outcome));
+      applySignalMarker(signal);
+    });
   }
 
   // ---- server-rendered panels ---------------------------------------------------
@@ -277,7 +401,8 @@
         window.dispatchEvent(new CustomEvent("dashboard:message", { detail: event }));
         if (event.type === "prices") event.prices.forEach(applyPrice);
         else if (event.type === "strategy.output") event.outputs.forEach(applyOutput);
-        else if (event.type === "strategy.signal") event.signals.forEach((s) => { applySignalRow(s); applySignalMarker(s); });
+        else if (event.type === "strategy.signal") event.signals.forEach(applySignal);
+        else if (event.type === "signal.outcome") applyOutcome(event);
         else refreshPanelsFor(event.type);
       } finally {
         // Acknowledge each batch once handled: the server stops a tab that never does.
@@ -296,5 +421,6 @@
     };
   }
   if (!LW) setState("closed", "chart library missing: run npm ci");
+  else drawInitialSignals();
   connect();
 })();

@@ -6,6 +6,8 @@ from datetime import datetime, timezone
 from django import template
 
 from feeds.market import fixed_to_str
+from orders.models import SignalOutcome
+from orders.models.outcomes import NOT_SETTLED
 
 register = template.Library()
 
@@ -22,3 +24,11 @@ def ns_time(value: int | None) -> str:
     if value is None:
         return "–"
     return datetime.fromtimestamp(int(value) / 1e9, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+@register.filter
+def outcome_state(row: SignalOutcome) -> str:
+    """How a signal outcome is drawn: traded, pending (still being decided) or not-traded."""
+    if row.traded:
+        return "traded"
+    return "pending" if row.outcome in NOT_SETTLED else "not-traded"

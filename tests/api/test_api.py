@@ -140,3 +140,15 @@ def test_the_openapi_schema_documents_every_resource(traders: tuple[Trader, Trad
     for resource in [*RESOURCES, "health"]:
         assert f"/api/{resource}/" in paths and f"/api/{resource}/{{id}}/" in paths, resource
     assert "/api/accounts/{id}/journal/" in paths
+
+
+@pytest.mark.parametrize("path", [
+    "/api/signals/?strategy=abc", "/api/signals/?strategy=99999999999999999999999", "/api/orders/?account=1.5",
+    "/api/fills/?order=x", "/api/positions/?account=-99999999999999999999",
+])
+def test_a_filter_value_its_field_cannot_hold_is_a_400_naming_the_parameter(path: str) -> None:
+    client = Client()
+    client.force_login(make_setup(username="carol").account.owner)
+    response = client.get(path)
+    assert response.status_code == 400
+    assert set(response.json()) == {path.split("?")[1].split("=")[0]}

@@ -14,6 +14,8 @@ from django.test import Client
 from feeds.publisher import MARKET_GROUP
 from orders.models import Account, TradeSetting
 from processor.models import Strategy
+from processor.signals import Signal, SignalKind
+from tests.orders.factories import make_signal, make_strategy
 from tradingsite.asgi import application
 from tradingsite.consumers import CLOSE_STALLED, DashboardConsumer, user_group
 
@@ -139,3 +141,96 @@ async def test_strategy_signals_reach_only_users_whose_accounts_trade_the_strate
     finally:
         await alice.disconnect()
         await bob.disconnect()
+
+
+@database_sync_to_async
+def _account_of(user_id: int) -> int:
+    return Account.objects.get(owner_id=user_id).pk
+
+
+@database_sync_to_async
+def _record(strategy: Strategy, account_id: int | None, outcome: str, *, rolled_back: bool = False, **fields: str) -> Signal:
+    from django.db import transaction
+
+    from orders.outcomes import signal_outcome_record
+
+    signal = make_signal(strategy, SignalKind.ENTRY_LONG)
+    if not rolled_back:
+        signal_outcome_record(signal=signal, account_id=account_id, outcome=outcome, **fields)
+        return signal
+    with pytest.raises(RuntimeError), transaction.atomic():
+        signal_outcome_record(signal=signal, account_id=account_id, outcome=outcome, **fields)
+        raise RuntimeError("the executor's transaction failed after the decision")
+    return signal
+
+
+async def test_a_signal_outcome_reaches_the_accounts_owner_and_no_one_else() -> None:
+    strategy = await database_sync_to_async(make_strategy)("ema-shared")
+    alice_id, alice_cookie = await trader("alice", strategy)
+    _, bob_cookie = await trader("bob", strategy)  # bob sees the signal itself, never alice's outcome of it
+    alice, bob = await connect(alice_cookie), await connect(bob_cookie)
+    try:
+        signal = await _record(strategy, await _account_of(alice_id), "placed", client_order_id="ts-1-abc")
+        message = await alice.receive_json_from(timeout=5)
+        assert message["type"] == "signal.outcome"
+        assert (message["output_id"], message["kind"], message["strategy_id"]) == (signal.output_id, "ENTRY_LONG", strategy.pk)
+        assert (message["outcome"], message["outcome_label"], message["client_order_id"]) == ("placed", "Traded", "ts-1-abc")
+        assert (message["traded"], message["settled"], message["account_name"]) == (True, True, "main")
+        assert await bob.receive_nothing(timeout=0.5)
+    finally:
+        await alice.disconnect()
+        await bob.disconnect()
+
+
+async def test_an_outcome_rolled_back_with_its_transaction_is_never_pushed() -> None:
+    strategy = await database_sync_to_async(make_strategy)("ema-rollback")
+    alice_id, alice_cookie = await trader("alice", strategy)
+    alice = await connect(alice_cookie)
+    try:
+        await _record(strategy, await _account_of(alice_id), "halted", rolled_back=True)
+        assert await alice.receive_nothing(timeout=0.5)
+        settled = await _record(strategy, await _account_of(alice_id), "halted", reason="global kill switch engaged")
+        message = await alice.receive_json_from(timeout=5)  # the next decision still arrives
+        assert (message["output_id"], message["outcome"], message["traded"]) == (settled.output_id, "halted", False)
+    finally:
+        await alice.disconnect()
+
+
+async def test_an_outcome_that_reached_no_account_goes_to_everyone_who_sees_the_strategy() -> None:
+    strategy = await database_sync_to_async(make_strategy)("ema-unrouted")
+    _, alice_cookie = await trader("alice", strategy)
+    _, bob_cookie = await trader("bob", strategy)
+    _, carol_cookie = await trader("carol")
+    alice, bob, carol = await connect(alice_cookie), await connect(bob_cookie), await connect(carol_cookie)
+    try:
+        signal = await _record(strategy, None, "no_trade_setting")
+        for browser in (alice, bob):
+            message = await browser.receive_json_from(timeout=5)
+            assert (message["type"], message["output_id"], message["account"]) == ("signal.outcome", signal.output_id, None)
+            assert message["outcome"] == "no_trade_setting" and message["settled"] and not message["traded"]
+        assert await carol.receive_nothing(timeout=0.5)
+    finally:
+        for browser in (alice, bob, carol):
+            await browser.disconnect()
+
+
+async def test_settling_an_unknown_outcome_pushes_the_new_outcome() -> None:
+    strategy = await database_sync_to_async(make_strategy)("ema-settle")
+    alice_id, alice_cookie = await trader("alice", strategy)
+    alice = await connect(alice_cookie)
+    try:
+        signal = await _record(strategy, await _account_of(alice_id), "unknown", client_order_id="ts-1-unk")
+        first = await alice.receive_json_from(timeout=5)
+        assert (first["outcome"], first["settled"]) == ("unknown", False)
+        await alice.send_json_to({"type": "ack", "seq": first["seq"]})
+        from orders.outcomes import signal_outcome_settle
+
+        changed = await database_sync_to_async(signal_outcome_settle)(
+            client_order_id="ts-1-unk", outcome="placed", reason="adopted by reconciliation"
+        )
+        assert changed == 1
+        second = await alice.receive_json_from(timeout=5)
+        assert (second["output_id"], second["outcome"], second["traded"]) == (signal.output_id, "placed", True)
+        assert second["reason"] == "adopted by reconciliation"
+    finally:
+        await alice.disconnect()

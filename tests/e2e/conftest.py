@@ -121,9 +121,14 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-def open_dashboard(browser: object, site: Site, username: str):  # type: ignore[no-untyped-def]
-    """Log `username` in through the login form in a fresh context; return the dashboard page."""
+def open_dashboard(browser: object, site: Site, username: str, *, socket_route=None):  # type: ignore[no-untyped-def]
+    """Log `username` in through the login form in a fresh context; return the dashboard page.
+
+    `socket_route`, when given, is Playwright's handler for the dashboard socket (context.route_web_socket).
+    """
     context = browser.new_context(base_url=site.base, viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    if socket_route is not None:
+        context.route_web_socket("**/ws/dashboard/", socket_route)
     page = context.new_page()
     page.set_default_timeout(20_000)
     page.goto(f"{site.base}/login/")

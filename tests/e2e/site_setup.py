@@ -67,3 +67,30 @@ def main(var_dir: str, password: str, start_ms: int) -> None:
     token_await_auth(key=TokenKey("upstox", TokenKind.OAUTH), reason="e2e: no token yet")
     print(json.dumps({"demo_account": demo_account.pk, "bob_account": bob_account.pk}))
 
+
+
+def record_outcomes(decisions_json: str) -> None:
+    """Record outcomes of stored signals on an account, as the trade executor does when it decides.
+
+    `decisions_json`: [{"signal_id", "account_id", "outcome", "reason", "client_order_id"}, ...].
+    Prints, as one JSON line, the `signal.outcome` events the site pushes for them: this
+    process's channel layer is its own (in-memory), so a test relays them to a browser.
+    """
+    from orders.outcomes import outcome_event, signal_outcome_record
+    from processor.models import StrategySignal
+    from processor.signals import Signal, SignalKind
+
+    events = []
+    for decision in json.loads(decisions_json):
+        row = StrategySignal.objects.get(pk=decision["signal_id"])
+        signal = Signal(
+            strategy_id=row.strategy_id, strategy_name=row.strategy_name, feed=row.feed, symbol=row.symbol,
+            kind=SignalKind(row.kind), price=row.price_fixed, emitted_ns=int(row.emitted_at.timestamp() * 1e9),
+            occurrence_ns=row.occurrence_ns, output_id=row.output_id,
+        )
+        outcome = signal_outcome_record(
+            signal=signal, account_id=decision["account_id"], outcome=decision["outcome"],
+            reason=decision.get("reason", ""), client_order_id=decision.get("client_order_id", ""),
+        )
+        events.append({**outcome_event(outcome), "account_name": outcome.account.name if outcome.account else ""})
+    print(json.dumps(events))
