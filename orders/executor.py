@@ -317,6 +317,9 @@ class TradeExecutor:
         async def decide(outcome: Outcome, reason: str = "") -> str:
             return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=True)
 
+        if plan.metadata_missing:
+            # Sizes rounded to a guessed lot or tick are not the venue's: no entry on them.
+            return await decide(Outcome.NO_METADATA, plan.metadata_missing)
         if plan.quantity <= 0:
             return await decide(Outcome.QUANTITY_ZERO, "quantity rounds to zero at the lot size")
         position_side = POSITION_OF[signal.kind]

@@ -221,3 +221,17 @@ async def test_outcomes_keep_counting_in_the_entries_and_exits_metrics(executor:
     assert await executor.handle(make_signal(setup.strategy, SignalKind.EXIT_SHORT)) == ["no_position"]
     assert ENTRIES.labels("placed")._value.get() == placed_before + 1
     assert EXITS.labels("no_position")._value.get() == no_position_before + 1
+
+
+async def test_an_instrument_whose_metadata_the_venue_has_not_confirmed_records_no_metadata(
+    executor: TradeExecutor,
+) -> None:
+    from tests.orders.factories import make_instrument
+
+    instrument = await database_sync_to_async(make_instrument)("bin", "BTCUSDT", venue="binance-usdm")
+    setup = await database_sync_to_async(make_setup)(instrument=instrument)
+    signal = make_signal(setup.strategy, SignalKind.ENTRY_LONG, feed="bin")
+    assert await executor.handle(signal) == ["no_metadata"]
+    row = await _outcome(signal, setup.account.pk)
+    assert row.outcome == Outcome.NO_METADATA and "BTCUSDT metadata not known" in row.reason
+    assert not await database_sync_to_async(OrderIntent.objects.exists)()
