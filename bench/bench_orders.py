@@ -7,6 +7,12 @@ transaction, lock release). Throughput: 20 accounts, every signal published at o
 to the SignalHub and drained by the TradeExecutor (concurrent across accounts,
 serialized per strategy and symbol), timed until the last entry is acknowledged.
 
+Each strategy trades its own instrument (one active entry per account and instrument
+across strategies). The round trips of an entry (statements and commits, on every
+connection) are counted, and a bare psycopg loop doing the same round trips is printed
+beside: the floor of this database and machine. BENCH_DB_THREADS=N runs the
+throughput part on an N-thread database pool instead of the loop's default.
+
 Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
 Run: .venv/bin/python bench/bench_orders.py   (prints figures; asserts nothing about time)
@@ -29,11 +35,16 @@ sys.path.insert(0, str(ROOT))
 from bench.postgres import ensure_database, use_bench_database  # noqa: E402
 
 use_bench_database()
+DB_THREADS = int(os.environ.get("BENCH_DB_THREADS", "0"))  # 0: the loop's default pool
 
 
 
-def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list[list[int]]:
-    """Create `accounts` paper accounts, each trading its own strategies on one instrument; return strategy ids."""
+def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list[list[tuple[int, str]]]:
+    """Create `accounts` paper accounts, each trading its own strategies; return (strategy id, symbol) per account.
+
+    One active entry per account and instrument holds across strategies, so strategy i
+    of every account trades its own instrument BENCH<i>.
+    """
     from django.contrib.auth import get_user_model
 
     from feeds.models import Feed, Instrument, MarketType
@@ -42,9 +53,11 @@ def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list
     from processor.models import Strategy
 
     feed, _ = Feed.objects.get_or_create(name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
-    Instrument.objects.get_or_create(
-        feed=feed, venue_symbol="BTCUSDT", defaults={"symbol": "BTCUSDT", "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
-    )
+    symbols = [f"BENCH{i}" for i in range(strategies_per_account)]
+    for symbol in symbols:
+        Instrument.objects.get_or_create(
+            feed=feed, venue_symbol=symbol, defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
+        )
     result = []
     for n in range(accounts):
         user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
@@ -59,19 +72,49 @@ def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list
         TradeSetting.objects.bulk_create(
             [TradeSetting(strategy=s, account=account, quantity=Decimal("0.01"), mode="paper") for s in strategies]
         )
-        result.append([s.pk for s in strategies])
+        result.append([(s.pk, symbol) for s, symbol in zip(strategies, symbols)])
     return result
 
 
-def _signal(strategy_id: int, n: int):  # type: ignore[no-untyped-def]
+def _signal(strategy_id: int, symbol: str, n: int):  # type: ignore[no-untyped-def]
     from feeds.market import parse_fixed
     from processor.signals import Signal, SignalKind
 
     return Signal(
-        strategy_id=strategy_id, strategy_name=f"s{strategy_id}", feed="bench-orders", symbol="BTCUSDT",
+        strategy_id=strategy_id, strategy_name=f"s{strategy_id}", feed="bench-orders", symbol=symbol,
         kind=SignalKind.ENTRY_LONG, price=parse_fixed("50000"), emitted_ns=time.time_ns(),
         occurrence_ns=1_764_460_800_000_000_000 + n, output_id=f"bench-{n}",
     )
+
+
+class RoundTrips:
+    """Counts the database round trips of every connection (statements and commits), for the comparison loop."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.commits = 0
+
+    def install(self) -> None:
+        from django.db.backends.base.base import BaseDatabaseWrapper
+        from django.db.backends.signals import connection_created
+
+        def count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+            self.statements += 1
+            return execute(sql, params, many, context)
+
+        def on_connect(sender, connection, **kwargs):  # type: ignore[no-untyped-def]
+            if count not in connection.execute_wrappers:
+                connection.execute_wrappers.append(count)
+
+        connection_created.connect(on_connect, weak=False)
+        original = BaseDatabaseWrapper._commit
+        trips = self
+
+        def commit(wrapper):  # type: ignore[no-untyped-def]
+            trips.commits += 1
+            return original(wrapper)
+
+        BaseDatabaseWrapper._commit = commit  # type: ignore[method-assign]
 
 
 def _executor():  # type: ignore[no-untyped-def]
@@ -85,11 +128,11 @@ def _executor():  # type: ignore[no-untyped-def]
     )
 
 
-async def _latency(strategy_ids: list[int]) -> list[float]:
+async def _latency(strategies: list[tuple[int, str]]) -> list[float]:
     executor = _executor()
     samples = []
-    for n, strategy_id in enumerate(strategy_ids):
-        signal = _signal(strategy_id, n)
+    for n, (strategy_id, symbol) in enumerate(strategies):
+        signal = _signal(strategy_id, symbol, n)
         outcome = await executor.handle(signal)
         samples.append((time.time_ns() - signal.emitted_ns) / 1e6)
         if outcome != ["placed"]:
@@ -97,15 +140,23 @@ async def _latency(strategy_ids: list[int]) -> list[float]:
     return samples
 
 
-async def _throughput(strategy_ids: list[list[int]]) -> tuple[int, float]:
+async def _throughput(strategies: list[list[tuple[int, str]]]) -> tuple[int, float]:
     from processor.signals import SignalHub
 
     executor = _executor()
     hub = SignalHub()
     queue = hub.subscribe("trade-executor", capacity=100_000)
-    signals = [_signal(sid, 1_000_000 + i * 1000 + j) for j, ids in enumerate(strategy_ids) for i, sid in enumerate(ids)]
+    signals = [
+        _signal(sid, symbol, 1_000_000 + i * 1000 + j)
+        for j, pairs in enumerate(strategies)
+        for i, (sid, symbol) in enumerate(pairs)
+    ]
     # Interleave accounts, as signals of many strategies arrive mixed.
     signals.sort(key=lambda s: s.occurrence_ns % 1000 * 10_000 + s.occurrence_ns // 1000)
+    if DB_THREADS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(DB_THREADS))
     runner = asyncio.create_task(executor.run(queue))
     started = time.perf_counter()
     hub.publish(signals)
@@ -116,6 +167,51 @@ async def _throughput(strategy_ids: list[list[int]]) -> tuple[int, float]:
     elapsed = time.perf_counter() - started
     runner.cancel()
     return len(signals), elapsed
+
+
+def _bare_entry(conn, statements: int, commits: int) -> None:  # type: ignore[no-untyped-def]
+    """One entry's worth of round trips: `statements` statements in `commits` committed transactions."""
+    per_commit = max(statements // max(commits, 1), 1)
+    done = 0
+    for _ in range(max(commits, 1)):
+        conn.execute("INSERT INTO bench_round_trips (v) VALUES (1)")
+        for _ in range(per_commit - 1):
+            conn.execute("SELECT 1")
+        done += per_commit
+        conn.commit()
+    for _ in range(statements - done):
+        conn.execute("SELECT 1")
+    conn.commit()
+
+
+def _bare_psycopg(url: str, statements: int, commits: int, entries: int, connections: int) -> tuple[list[float], float]:
+    """The floor: a bare psycopg loop doing an entry's round trips; per-entry latencies (ms), entries/s on `connections`."""
+    import threading
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("CREATE TABLE IF NOT EXISTS bench_round_trips (id bigserial PRIMARY KEY, v int)")
+    samples = []
+    with psycopg.connect(url) as conn:
+        for _ in range(entries):
+            started = time.perf_counter()
+            _bare_entry(conn, statements, commits)
+            samples.append((time.perf_counter() - started) * 1000)
+
+    def worker(count: int) -> None:
+        with psycopg.connect(url) as conn:
+            for _ in range(count):
+                _bare_entry(conn, statements, commits)
+
+    threads = [threading.Thread(target=worker, args=(entries // connections,)) for _ in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return samples, (entries // connections) * connections / elapsed
 
 
 def main() -> None:
@@ -136,15 +232,29 @@ def main() -> None:
     [latency_ids] = _make_accounts(run + "l", 1, args.latency_signals)
     throughput_ids = _make_accounts(run + "t", args.accounts, args.entries_per_account)
 
+    trips = RoundTrips()
+    trips.install()
     samples = asyncio.run(_latency(latency_ids))
+    statements = round(trips.statements / len(samples))
+    commits = round(trips.commits / len(samples))
     quantiles = statistics.quantiles(samples, n=100)
     print(
         f"signal -> order acknowledged (paper broker, PostgreSQL), {len(samples)} entries one at a time: "
-        f"p50 {quantiles[49]:.1f} ms, p99 {quantiles[98]:.1f} ms, max {max(samples):.1f} ms"
+        f"p50 {quantiles[49]:.1f} ms, p99 {quantiles[98]:.1f} ms, max {max(samples):.1f} ms "
+        f"({statements} statements and {commits} commits per entry)"
     )
     count, elapsed = asyncio.run(_throughput(throughput_ids))
     print(f"entries across {args.accounts} accounts through the SignalHub: {count / elapsed:,.0f} entries/s "
           f"({count} entries in {elapsed:.2f} s)")
+    bare, bare_rate = _bare_psycopg(
+        os.environ["DATABASE_URL"], statements, commits, len(samples), min(args.accounts, len(samples))
+    )
+    bare_q = statistics.quantiles(bare, n=100)
+    print(
+        f"bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
+        f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time; "
+        f"{bare_rate:,.0f} entries/s on {min(args.accounts, len(samples))} connections"
+    )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
-"""The trade executor: signals in, broker orders out, through the ENTRY/EXIT flows of seed 003.
+"""The trade executor: signals in, broker orders out, through the ENTRY and EXIT flows.
 
-ENTRY: entry lock (row lease, TTL, owner token) -> re-check the lifecycle -> reserve
-capital with the intent -> place at the broker with the deterministic client order id
--> persist the lifecycle in one transaction -> release the lock. EXIT mirrors it:
-cancel the position's working entry, place the closing order, persist; fills realize
-P&L. A missing trade setting or a broker failure never reaches the processor: signals
-and outputs flow on, the failure is audited and shown as health.
+ENTRY: entry lease on (account, instrument) (row lease, TTL, owner token) -> in one
+durable transaction under the ledger lock: re-check the lifecycle (this signal
+already handled; any position or entry open on the account and instrument, whatever
+the strategy) and reserve capital with the intent -> place at the broker with the
+deterministic client order id -> persist the lifecycle in one transaction -> release
+the lease. EXIT mirrors it: cancel the position's working entry, size the exit under
+the position's row lock, place the closing order, persist; fills realize P&L.
+
+Every signal ends in exactly one recorded outcome per account
+(orders.outcomes.signal_outcome_record): placed with its order, or not traded with the
+reason. A missing trade setting or a broker failure never reaches the processor.
 """
 from __future__ import annotations
 
@@ -13,10 +18,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable, Optional
-
-from orders.db import in_db_thread
 
 from orders import lifecycle
 from orders.audit import audit_record
@@ -31,13 +35,17 @@ from orders.brokers.base import (
 )
 from orders.brokers.registry import BrokerNotConfigured
 from orders.client_ids import client_order_id
+from orders.db import in_db_thread
 from orders.ledger import InsufficientCapital
-from orders.lifecycle import IntentSpec
+from orders.lifecycle import ExitRefusal, IntentSpec
 from orders.locks import entry_scope, lock_acquire, lock_release, new_owner_token
-from orders.metrics import BROKER_LATENCY, ENTRIES, EXITS, SIGNAL_TO_ACK_SECONDS
-from orders.models import Order, OrderIntent, Position
+from orders.metrics import BROKER_LATENCY, ENTRIES, EXITS, SIGNAL_OUTCOMES, SIGNAL_TO_ACK_SECONDS
+from orders.models import Order, OrderIntent, Position, TradeSetting
+from orders.models.accounts import Reversal
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, OrderSide, OrderType, PositionSide
+from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
+from orders.outcomes import signal_outcome_record
 from orders.plans import TradePlan, plans_for_signal, signal_key
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
@@ -54,10 +62,15 @@ StepHook = Callable[[str], None]
 class ExecutorConfig:
     client_id_prefix: str = "ts"
     lock_ttl_s: float = 30.0
+    # A loser of the entry lease waits this long past the TTL before giving up: a holder
+    # with the same TTL has released or expired by then, unless it is still renewing.
+    lock_wait_margin_s: float = 2.0
     broker_timeout_s: float = 10.0  # below the lock TTL: an entry never outlives its lease
     market_buffer_bps: int = 50
     fee_reserve_bps: int = 10
     max_concurrent: int = 64
+    # How long a reversal's entry waits for the exit it follows to fill.
+    reversal_wait_s: float = 30.0
 
 
 POSITION_OF = {
@@ -82,8 +95,39 @@ def _never_halted(account_id: int) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class EntryBlocked:
+    """Why an entry was not reserved, found under the ledger lock."""
+
+    outcome: Outcome
+    reason: str
+    # Set when the block is this strategy's own opposite position with its exit working:
+    # a reversal, which may wait for that exit to fill.
+    reversing_position_id: int | None = None
+    reversal: str = Reversal.AFTER_EXIT_FILL
+
+
+@dataclass
+class _Attempt:
+    """What one account's flow has done so far, for the record of an unexpected failure."""
+
+    client_order_id: str = ""
+
+
+@dataclass
+class StopReport:
+    """What a clean stop left behind: signals whose flow had not finished by the deadline."""
+
+    unfinished: list[str] = field(default_factory=list)
+    refused: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not self.unfinished
+
+
 class TradeExecutor:
-    """Consumes signals; one task per signal, serialized per strategy and symbol so an exit precedes the next entry."""
+    """Consumes signals; per account, the signals of one strategy and symbol run in arrival order."""
 
     def __init__(
         self,
@@ -103,64 +147,181 @@ class TradeExecutor:
         self._entry_gate = entry_gate
         self._clock_ns = clock_ns
         self._sleep = sleep
-        self._key_locks: dict[tuple[int, str], asyncio.Lock] = {}
+        self._plan_locks: dict[tuple[int, str], asyncio.Lock] = {}
+        self._tails: dict[tuple[int, int, str], asyncio.Task[str]] = {}
         self._lease_locks: dict[tuple[int, int], asyncio.Lock] = {}
         self._slots = asyncio.Semaphore(config.max_concurrent)
+        self._signals: asyncio.Queue[Signal] | None = None
+        self._running: dict[asyncio.Task[None], Signal] = {}
+        self._taking = 0  # signals taken off the queue and waiting for a slot
+        self._stopping = False
+        self.stop_report: StopReport | None = None
         self.outcomes: dict[str, int] = {}
 
+    @property
+    def stopping(self) -> bool:
+        """True once stop() has begun: new signals are recorded as stopped, not traded."""
+        return self._stopping
+
+    # ---- the signal loop --------------------------------------------------------------
+
     async def run(self, signals: asyncio.Queue[Signal]) -> None:
-        """Handle every queued signal until cancelled."""
+        """Handle every queued signal until cancelled; after stop(), record new signals as stopped."""
+        self._signals = signals
         self._report(Status.HEALTHY, "waiting for signals")
-        tasks: set[asyncio.Task[None]] = set()
         try:
             while True:
                 signal = await signals.get()
-                await self._slots.acquire()
-                task = asyncio.create_task(self._handle_guarded(signal), name=f"trade:{signal.strategy_name}")
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                if self._stopping:
+                    self._track(self._refuse_stopped(signal), signal)
+                    continue
+                self._taking += 1
+                try:
+                    await self._slots.acquire()
+                finally:
+                    self._taking -= 1
+                self._track(self._handle_guarded(signal, slot_held=True), signal)
         finally:
-            for task in tasks:
+            for task in list(self._running):
                 task.cancel()
 
-    async def _handle_guarded(self, signal: Signal) -> None:
+    def _track(self, coro: Awaitable[None], signal: Signal) -> None:
+        task = asyncio.ensure_future(coro)
+        self._running[task] = signal
+        task.add_done_callback(lambda done: self._running.pop(done, None))
+
+    async def stop(self, timeout_s: float) -> StopReport:
+        """Clean stop: take no new signals, finish the queued and in-flight ones within `timeout_s`.
+
+        Signals already queued are traded as usual; a signal arriving afterwards is
+        recorded as `stopped` on each account and not traded. A reversal waiting for its
+        exit to fill re-checks once and ends (placed, or `stopped`). Whatever is still
+        unfinished at the deadline is logged and reported on health; its intents stay
+        for reconciliation at the next start.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        if self._signals is not None:
+            while True:
+                try:
+                    queued = self._signals.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                self._track(self._handle_guarded(queued, slot_held=False), queued)
+        self._stopping = True
+        while True:
+            busy = [task for task in self._running if not task.done()]
+            remaining = deadline - loop.time()
+            if (not busy and not self._taking) or remaining <= 0:
+                break
+            if busy:
+                await asyncio.wait(busy, timeout=min(remaining, 0.25))
+            else:
+                await asyncio.sleep(min(remaining, 0.01))
+        report = StopReport(
+            unfinished=sorted(signal_key(s) for t, s in self._running.items() if not t.done()),
+            refused=self.outcomes.get(Outcome.STOPPED, 0),
+        )
+        self.stop_report = report
+        if report.clean:
+            self._report(Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped")
+        else:
+            log.warning("orders executor: stopped with %d signals unfinished: %s", len(report.unfinished), report.unfinished)
+            self._report(
+                Status.DEGRADED,
+                f"stopped with {len(report.unfinished)} signals unfinished (reconciled at the next start): "
+                + ", ".join(report.unfinished[:5]),
+            )
+        return report
+
+    async def _refuse_stopped(self, signal: Signal) -> None:
         try:
-            lock = self._key_locks.setdefault((signal.strategy_id, signal.symbol), asyncio.Lock())
-            async with lock:
+            plans = await in_db_thread(plans_for_signal)(signal)
+            for account_id in [plan.account_id for plan in plans] or [None]:
+                await self._record(
+                    signal, account_id, Outcome.STOPPED, "arrived after the runtime began to stop", entry=signal.is_entry
+                )
+        except Exception:
+            log.exception("orders executor: could not record stopped signal %s", signal_key(signal))
+
+    async def _handle_guarded(self, signal: Signal, *, slot_held: bool) -> None:
+        try:
+            if not slot_held:
+                await self._slots.acquire()
+            slot = _Slot(self._slots)
+            _SIGNAL_SLOT.set(slot)  # this task's context, copied into the per-account flows
+            try:
                 await self.handle(signal)
+            finally:
+                slot.give_back()
         except Exception as exc:  # one failed trade must not stop the executor
             log.exception("orders executor: signal %s failed", signal_key(signal))
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
-        finally:
-            self._slots.release()
+            with contextlib.suppress(Exception):
+                await self._record(signal, None, Outcome.FAILED, f"unexpected error: {exc!r}", entry=signal.is_entry)
 
     async def handle(self, signal: Signal) -> list[str]:
-        """Execute one signal on every account set up for its strategy; return an outcome per account."""
-        plans = await in_db_thread(plans_for_signal)(signal)
-        if not plans:
-            await in_db_thread(audit_record)(
-                event="signal.no_trade_setting",
-                account_id=None,
-                strategy_id=signal.strategy_id,
-                message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: no enabled trade setting (or unknown instrument)",
+        """Execute one signal on every account set up for its strategy; return the outcome per account.
+
+        The plan lookup is serialized per strategy and symbol, then each account's flow
+        is queued behind that account's previous signal of the same strategy and symbol
+        (an exit precedes the next entry), so a reversal waiting on one account never
+        holds up another.
+        """
+        async with self._plan_locks.setdefault((signal.strategy_id, signal.symbol), asyncio.Lock()):
+            plans = await in_db_thread(plans_for_signal)(signal)
+            if not plans:
+                return [
+                    await self._record(
+                        signal, None, Outcome.NO_TRADE_SETTING,
+                        "no enabled trade setting (or unknown instrument)", entry=signal.is_entry,
+                    )
+                ]
+            flows = [self._chain(signal, plan) for plan in plans]
+        return list(await asyncio.gather(*flows))
+
+    def _chain(self, signal: Signal, plan: TradePlan) -> asyncio.Task[str]:
+        key = (plan.account_id, signal.strategy_id, signal.symbol)
+        previous = self._tails.get(key)
+
+        async def after_previous() -> str:
+            if previous is not None:
+                await asyncio.wait({previous})
+            return await self._flow_guarded(signal, plan)
+
+        task = asyncio.ensure_future(after_previous())
+        self._tails[key] = task
+        task.add_done_callback(lambda done: self._tails.pop(key, None) if self._tails.get(key) is done else None)
+        return task
+
+    async def _flow_guarded(self, signal: Signal, plan: TradePlan) -> str:
+        attempt = _Attempt()
+        entry = signal.is_entry
+        try:
+            flow = self._entry if entry else self._exit
+            return await flow(signal, plan, attempt)
+        except Exception as exc:
+            log.exception("orders executor: signal %s failed on account %s", signal_key(signal), plan.account_id)
+            self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            return await self._record(
+                signal, plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}",
+                client_order_id=attempt.client_order_id, entry=entry,
             )
-            self._count("no_trade_setting")
-            return ["no_trade_setting"]
-        flow = self._entry if signal.kind in (SignalKind.ENTRY_LONG, SignalKind.ENTRY_SHORT) else self._exit
-        outcomes = await asyncio.gather(*(flow(signal, plan) for plan in plans))
-        return list(outcomes)
 
     # ---- entry ------------------------------------------------------------------------
 
-    async def _entry(self, signal: Signal, plan: TradePlan) -> str:
+    async def _entry(self, signal: Signal, plan: TradePlan, attempt: _Attempt) -> str:
         cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal))
+        attempt.client_order_id = cid
+
+        async def decide(outcome: Outcome, reason: str = "") -> str:
+            return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=True)
+
+        if plan.metadata_missing:
+            # Sizes rounded to a guessed lot or tick are not the venue's: no entry on them.
+            return await decide(Outcome.NO_METADATA, plan.metadata_missing)
         if plan.quantity <= 0:
-            await self._audit("entry.rejected", plan, cid, "quantity rounds to zero at the lot size")
-            return self._count("rejected", entry=True)
-        halted = await in_db_thread(self._entry_gate)(plan.account_id)
-        if halted:
-            await self._audit("entry.halted", plan, cid, halted)
-            return self._count("halted", entry=True)
+            return await decide(Outcome.QUANTITY_ZERO, "quantity rounds to zero at the lot size")
         position_side = POSITION_OF[signal.kind]
         side = OrderSide.BUY if position_side == PositionSide.LONG else OrderSide.SELL
         price = round_to_step(signal.price, plan.tick_size, up=side == OrderSide.SELL)
@@ -185,61 +346,143 @@ class TradeExecutor:
             signal_kind=str(signal.kind),
             signal_output_id=signal.output_id,
         )
-        broker = await self._resolve(plan, cid, entry=True)
-        if broker is None:
-            return self._count("broker_not_configured", entry=True)
-        async with self._entry_lease(plan) as leased:
-            if not leased:
-                return self._count("lock_contended", entry=True)
+        try:
+            broker = self._broker_for(plan)
+        except BrokerNotConfigured as exc:
+            self._report(Status.DEGRADED, str(exc))
+            return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
+        waited = False
+        while True:
+            decided = await self._reserve_and_place(signal, plan, spec, broker)
+            if isinstance(decided, str):
+                return decided
+            # Refused under the lease, which is not held any more: waiting holds nothing.
+            if decided.reversing_position_id is None or decided.reversal != Reversal.AFTER_EXIT_FILL:
+                return await decide(decided.outcome, decided.reason)
+            if waited:
+                return await decide(Outcome.EXIT_NOT_FILLED, decided.reason)
+            await decide(Outcome.WAITING_FOR_EXIT, decided.reason)
+            filled = await self._await_closed(decided.reversing_position_id)
+            waited = True
+            if not filled:
+                if self._stopping:
+                    return await decide(Outcome.STOPPED, "the runtime stopped before the exit it reverses filled")
+                return await decide(
+                    Outcome.EXIT_NOT_FILLED, f"the exit did not fill within {self.config.reversal_wait_s:g}s"
+                )
+
+    async def _reserve_and_place(
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker
+    ) -> str | EntryBlocked:
+        """Take the entry lease, re-check and reserve (one transaction), then place and persist; or say why not.
+
+        A lease held by another owner is waited for, with backoff, until it is released
+        or expires (lock_acquire takes over an expired lease), for at most the TTL plus
+        a margin; the re-check under the lease then refuses a signal the winner already
+        handled. The lease is given back in the lifecycle transaction (or at once on a
+        refusal, where it was never committed).
+        """
+        cid = spec.client_order_id
+        local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
+        async with local:
+            lease = _Lease(plan.account_id, entry_scope(plan.instrument_id), new_owner_token(), self.config.lock_ttl_s)
+            deadline = time.monotonic() + self.config.lock_ttl_s + self.config.lock_wait_margin_s
+            delay_s = 0.02
+            while True:
+                try:
+                    intent, blocked = await in_db_thread(lifecycle.entry_intent_create)(
+                        spec=spec, blocked=self._blocked, lease=lease.take, after_insert=_in_flight(signal)
+                    )
+                except InsufficientCapital as exc:
+                    return await self._record(
+                        signal, plan.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), client_order_id=cid, entry=True
+                    )
+                if blocked is not _LEASE_HELD:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return await self._record(
+                        signal, plan.account_id, Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL",
+                        client_order_id=cid, entry=True,
+                    )
+                await self._sleep(min(delay_s, remaining))
+                delay_s = min(delay_s * 2, 0.5)
+            if intent is None:
+                assert blocked is not None
+                return blocked
+            lease.held = True
             try:
-                if not await in_db_thread(_entry_prepare)(spec):
-                    return self._count("skipped", entry=True)
-            except InsufficientCapital as exc:
-                await self._audit("entry.rejected", plan, cid, str(exc))
-                return self._count("insufficient_capital", entry=True)
-            self._step("after_reserve")
-            return await self._place_and_persist(signal, plan, spec, broker, entry=True)
+                self._step("after_reserve")
+                return await self._place_and_persist(signal, plan, spec, broker, entry=True, lease=lease)
+            finally:
+                if lease.held:
+                    await in_db_thread(lease.release)()
+
+    async def _await_closed(self, position_id: int) -> bool:
+        """Wait, holding no lease, until the position row is CLOSED (its exit filled, live or via reconciliation)."""
+        deadline = time.monotonic() + self.config.reversal_wait_s
+        delay_s = 0.02
+        # A wait is no work: its concurrency slot goes back, so waiting reversals never
+        # stall the signals behind them.
+        slot = _SIGNAL_SLOT.get()
+        if slot is not None:
+            slot.give_back()
+        while True:
+            if await in_db_thread(_position_closed)(position_id):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._stopping:
+                return False
+            await self._sleep(min(delay_s, remaining))
+            delay_s = min(delay_s * 2, 0.25)
+
+    def _blocked(self, spec: IntentSpec) -> EntryBlocked | None:
+        """The kill switch, then the lifecycle re-check: run under the lease, in the reserve transaction.
+
+        Checked on every attempt, so a switch engaged while a reversal waited still halts it.
+        """
+        halted = self._entry_gate(spec.account_id)
+        if halted:
+            return EntryBlocked(Outcome.HALTED, halted)
+        return _entry_blocked(spec)
 
     @contextlib.asynccontextmanager
     async def _entry_lease(self, plan: TradePlan) -> AsyncIterator[bool]:
-        """Hold the (account, instrument) entry lease: in-process lock first, then the row lease.
+        """Hold the (account, instrument) entry lease for an exit: in-process lock first, then the row lease.
 
-        Another process holding the row is waited for with backoff up to the lock TTL (seed
-        003: the loser retries after the TTL); the re-check under the lease then skips a
-        signal the winner already handled.
+        Waited for like an entry's (until released or expired, at most the TTL plus a
+        margin); False only when the lease stayed held past that.
         """
         local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
         async with local:
             owner = new_owner_token()
             scope = entry_scope(plan.instrument_id)
-            deadline = time.monotonic() + self.config.lock_ttl_s
+            deadline = time.monotonic() + self.config.lock_ttl_s + self.config.lock_wait_margin_s
             delay_s = 0.02
             while not await in_db_thread(lock_acquire)(
                 account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
             ):
-                if time.monotonic() + delay_s > deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     yield False
                     return
-                await self._sleep(delay_s)
+                await self._sleep(min(delay_s, remaining))
                 delay_s = min(delay_s * 2, 0.5)
             try:
                 yield True
             finally:
                 await in_db_thread(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
-    async def _resolve(self, plan: TradePlan, cid: str, *, entry: bool) -> Broker | None:
-        try:
-            return self._broker_for(plan)
-        except BrokerNotConfigured as exc:
-            await self._audit("entry.failed" if entry else "exit.failed", plan, cid, str(exc))
-            self._report(Status.DEGRADED, str(exc))
-            return None
-
     async def _place_and_persist(
-        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, *, entry: bool
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, *, entry: bool, lease: _Lease | None = None
     ) -> str:
+        cid = spec.client_order_id
+
+        async def decide(outcome: Outcome, reason: str = "") -> str:
+            return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=entry)
+
         request = OrderRequest(
-            client_order_id=spec.client_order_id,
+            client_order_id=cid,
             symbol=plan.venue_symbol,
             side=spec.side,
             order_type=spec.order_type,
@@ -251,22 +494,40 @@ class TradeExecutor:
         try:
             acknowledged = await self._place(broker, request)
         except BrokerRejected as exc:
-            await in_db_thread(lifecycle.intent_abandon)(client_order_id=spec.client_order_id, reason=str(exc))
-            return self._count("rejected", entry=entry)
+            await in_db_thread(lifecycle.intent_abandon)(client_order_id=cid, reason=str(exc))
+            return await decide(Outcome.BROKER_REJECTED, str(exc))
         except BrokerUnavailable as exc:
-            # Unknown outcome: the intent keeps its reservation until reconciliation asks the broker.
-            await self._audit("entry.unknown" if entry else "exit.unknown", plan, spec.client_order_id, str(exc))
+            # Unknown outcome: the intent keeps its reservation until its resolution
+            # (reconciliation, lookup by client id, or an operator) says what happened.
+            await in_db_thread(lifecycle.intent_mark_unresolved)(client_order_id=cid)
             self._report(Status.DEGRADED, f"broker {broker.name} unavailable: {exc}")
-            return self._count("unknown", entry=entry)
+            return await decide(Outcome.UNKNOWN, f"broker {broker.name}: {exc}")
         finally:
             BROKER_LATENCY.labels(broker.name, "place").observe(time.monotonic() - started)
         self._step("after_place")
+        reason = f"exchange order {acknowledged.exchange_order_id}"
+        recorded: list[bool] = []
+
+        def before_commit() -> None:
+            # The outcome commits with the order it names (and the lease release).
+            _outcome_write(signal, plan.account_id, Outcome.PLACED, reason, cid)
+            recorded.append(True)
+            self._step("before_commit")
+
         await in_db_thread(lifecycle.lifecycle_persist)(
-            broker_order=acknowledged, before_commit=lambda: self._step("before_commit")
+            broker_order=acknowledged,
+            before_commit=before_commit,
+            on_begin=lease.release if lease is not None else None,
+            account_id=plan.account_id,
+            owner_id=plan.owner_id,
         )
+        if lease is not None:
+            lease.held = False
         SIGNAL_TO_ACK_SECONDS.observe(max(self._clock_ns() - signal.emitted_ns, 0) / 1e9)
-        self._report(Status.HEALTHY, f"last order {spec.client_order_id} acknowledged")
-        return self._count("placed", entry=entry)
+        self._report(Status.HEALTHY, f"last order {cid} acknowledged")
+        if not recorded:  # persisted before (adopted by reconciliation meanwhile)
+            return await decide(Outcome.PLACED, reason)
+        return self._count(Outcome.PLACED, entry=entry)
 
     async def _place(self, broker: Broker, request: OrderRequest) -> BrokerOrder:
         try:
@@ -282,14 +543,22 @@ class TradeExecutor:
 
     # ---- exit -------------------------------------------------------------------------
 
-    async def _exit(self, signal: Signal, plan: TradePlan) -> str:
+    async def _exit(self, signal: Signal, plan: TradePlan, attempt: _Attempt) -> str:
         position_side = POSITION_OF[signal.kind]
-        broker = await self._resolve(plan, "", entry=False)
-        if broker is None:
-            return self._count("broker_not_configured", entry=False)
+        cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal))
+        attempt.client_order_id = cid
+
+        async def decide(outcome: Outcome, reason: str = "") -> str:
+            return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=False)
+
+        try:
+            broker = self._broker_for(plan)
+        except BrokerNotConfigured as exc:
+            self._report(Status.DEGRADED, str(exc))
+            return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
         async with self._entry_lease(plan) as leased:
             if not leased:
-                return self._count("lock_contended", entry=False)
+                return await decide(Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL")
             working = await in_db_thread(_working_entries)(plan, position_side)
             for order in working:
                 try:
@@ -304,12 +573,6 @@ class TradeExecutor:
                 except (OrderNotFound, BrokerRejected):
                     pass  # it ended meanwhile; order_sync reads its final state
                 await order_sync(broker=broker, account_id=plan.account_id, order=order, symbol=plan.venue_symbol)
-            quantity = await in_db_thread(_open_quantity)(plan, position_side)
-            if quantity <= 0:
-                return self._count("no_position", entry=False)
-            cid = client_order_id(
-                prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal)
-            )
             spec = IntentSpec(
                 client_order_id=cid,
                 account_id=plan.account_id,
@@ -319,57 +582,202 @@ class TradeExecutor:
                 position_side=position_side,
                 side=OrderSide.SELL if position_side == PositionSide.LONG else OrderSide.BUY,
                 order_type=OrderType.MARKET,
-                quantity=quantity,
+                quantity=1,  # sized under the position's lock by exit_intent_create
                 price=signal.price,
                 reserve=0,
                 signal_kind=str(signal.kind),
                 signal_output_id=signal.output_id,
             )
-            _, created = await in_db_thread(lifecycle.intent_create)(spec=spec)
-            if not created:
-                return self._count("skipped", entry=False)
+            sizing = await in_db_thread(lifecycle.exit_intent_create)(
+                spec=spec, between_reads=lambda: self._step("exit_position_read"), after_insert=_in_flight(signal)
+            )
+            if sizing.refusal == ExitRefusal.DUPLICATE:
+                return await decide(Outcome.DUPLICATE, "this signal's exit already exists")
+            if sizing.refusal == ExitRefusal.NO_POSITION:
+                return await decide(Outcome.NO_POSITION, f"no open {position_side} position to close")
+            if sizing.refusal == ExitRefusal.ALREADY_CLOSING:
+                return await decide(
+                    Outcome.ALREADY_CLOSING,
+                    f"open {sizing.open_quantity} is covered by working exits of {sizing.closing}",
+                )
+            assert sizing.intent is not None
+            spec = replace(spec, quantity=sizing.intent.quantity)
+            self._step("exit_intent_created")
             return await self._place_and_persist(signal, plan, spec, broker, entry=False)
 
     # ---- reporting --------------------------------------------------------------------
 
-    async def _audit(self, event: str, plan: TradePlan, cid: str, message: str) -> None:
-        await in_db_thread(audit_record)(
-            event=event, account_id=plan.account_id, strategy_id=plan.strategy_id, client_order_id=cid, message=message
-        )
+    async def _record(
+        self,
+        signal: Signal,
+        account_id: int | None,
+        outcome: Outcome,
+        reason: str = "",
+        *,
+        client_order_id: str = "",
+        entry: bool = True,
+    ) -> str:
+        """Record the outcome (row, audit event, metric) and count it."""
+        await in_db_thread(_outcome_write)(signal, account_id, outcome, reason, client_order_id)
+        return self._count(outcome, entry=entry)
 
-    def _count(self, outcome: str, *, entry: bool = True) -> str:
-        (ENTRIES if entry else EXITS).labels(outcome).inc()
-        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-        return outcome
+    def _count(self, outcome: Outcome, *, entry: bool) -> str:
+        """Final outcomes also count in the entries/exits metric and `outcomes`; a wait does not."""
+        if outcome != Outcome.WAITING_FOR_EXIT:
+            (ENTRIES if entry else EXITS).labels(str(outcome)).inc()
+            self.outcomes[str(outcome)] = self.outcomes.get(str(outcome), 0) + 1
+        return str(outcome)
 
     def _report(self, status: Status, reason: str) -> None:
         if self._health is not None:
             self._health.set(COMPONENT, status, reason)
 
 
-def _entry_prepare(spec: IntentSpec) -> bool:
-    """Under the lease: re-check the lifecycle, then reserve with the intent; False when the entry is not to be made."""
-    if _entry_blocked(spec):
-        return False
-    _, created = lifecycle.intent_create(spec=spec)
-    return created
+def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, reason: str, client_order_id: str) -> None:
+    """Write the signal's outcome on the account, with its audit event and metric.
+
+    A duplicate (the same signal seen again, here or by another process) leaves its
+    audit event and metric but never touches the signal's row: that row belongs to
+    the handling that created the intent, and overwriting it would hide its order.
+    """
+    if outcome == Outcome.DUPLICATE:
+        audit_record(
+            event=f"signal.{outcome}",
+            account_id=account_id,
+            strategy_id=signal.strategy_id,
+            client_order_id=client_order_id,
+            message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: {reason}",
+            details={"signal_key": signal_key(signal), "output_id": signal.output_id},
+        )
+        SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
+        return
+    signal_outcome_record(
+        signal=signal, account_id=account_id, outcome=outcome, reason=reason, client_order_id=client_order_id
+    )
 
 
-def _entry_blocked(spec: IntentSpec) -> bool:
-    """This signal was already handled, or the strategy already holds (or is entering) a position here."""
+@dataclass
+class _Slot:
+    """A signal's share of the executor's concurrency, given back once (at the end, or when it starts waiting)."""
+
+    semaphore: asyncio.Semaphore
+    held: bool = True
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.semaphore.release()
+
+
+_SIGNAL_SLOT: ContextVar[_Slot | None] = ContextVar("orders_signal_slot", default=None)
+
+
+def _in_flight(signal: Signal) -> Callable[[OrderIntent], None]:
+    """Record the signal in flight with its intent, in the intent's transaction.
+
+    If the process dies before the broker answers, the signal still has its row, with
+    the client order id reconciliation settles it by (adopted: placed; never at the
+    broker: abandoned).
+    """
+
+    def record(intent: OrderIntent) -> None:
+        signal_outcome_record(
+            signal=signal,
+            account_id=intent.account_id,
+            outcome=Outcome.IN_FLIGHT,
+            reason="reserved; being sent to the broker",
+            client_order_id=intent.client_order_id,
+        )
+
+    return record
+
+
+# The lease is held by another owner: a refusal reason that is retried, never recorded.
+_LEASE_HELD = EntryBlocked(Outcome.LOCK_TIMEOUT, "the entry lease is held by another owner")
+
+
+@dataclass
+class _Lease:
+    """An entry lease taken inside the reserve transaction and given back in the lifecycle transaction."""
+
+    account_id: int
+    scope: str
+    owner: str
+    ttl_s: float
+    held: bool = False
+
+    def take(self) -> EntryBlocked | None:
+        taken = lock_acquire(account_id=self.account_id, scope=self.scope, owner=self.owner, ttl_s=self.ttl_s)
+        return None if taken else _LEASE_HELD
+
+    def release(self) -> None:
+        lock_release(account_id=self.account_id, scope=self.scope, owner=self.owner)
+
+
+# ---- reads under the ledger lock (called inside lifecycle.entry_intent_create) -------------
+
+
+def _entry_blocked(spec: IntentSpec) -> EntryBlocked | None:
+    """Why this entry must not be made, or None: read under the ledger lock, inside the reserve transaction.
+
+    One active entry per account and instrument, whatever the strategy: an open
+    position (or one whose entry is still working) or a pending entry intent blocks it.
+    """
     if OrderIntent.objects.filter(client_order_id=spec.client_order_id).exists():
+        return EntryBlocked(Outcome.DUPLICATE, "this signal was already handled")
+    position = (
+        Position.objects.filter(account_id=spec.account_id, instrument_id=spec.instrument_id, state=Position.State.OPEN)
+        .order_by("id")
+        .first()
+    )
+    if position is not None:
+        if position.strategy_id != spec.strategy_id:
+            return EntryBlocked(
+                Outcome.POSITION_OPEN, f"another strategy ({position.strategy_id}) holds a {position.side} position here"
+            )
+        if position.side != spec.position_side and _exit_working(position):
+            reversal = (
+                TradeSetting.objects.filter(strategy_id=spec.strategy_id, account_id=spec.account_id)
+                .values_list("reversal", flat=True)
+                .first()
+            ) or Reversal.AFTER_EXIT_FILL
+            return EntryBlocked(
+                Outcome.POSITION_OPEN,
+                f"the {position.side} position is still open while its exit works",
+                reversing_position_id=position.pk,
+                reversal=reversal,
+            )
+        return EntryBlocked(Outcome.POSITION_OPEN, f"a {position.side} position is already open")
+    pending = (
+        OrderIntent.objects.filter(
+            account_id=spec.account_id,
+            instrument_id=spec.instrument_id,
+            intent=Intent.ENTRY,
+            state=OrderIntent.State.PENDING,
+        )
+        .values_list("client_order_id", flat=True)
+        .first()
+    )
+    if pending is not None:
+        return EntryBlocked(Outcome.POSITION_OPEN, f"entry {pending} is in flight here")
+    return None
+
+
+def _exit_working(position: Position) -> bool:
+    if position.orders.filter(intent=Intent.EXIT).exclude(status__in=TERMINAL_STATUSES).exists():
         return True
-    return Position.objects.filter(
-        account_id=spec.account_id,
-        instrument_id=spec.instrument_id,
-        strategy_id=spec.strategy_id,
-        state=Position.State.OPEN,
-    ).exists() or OrderIntent.objects.filter(
-        account_id=spec.account_id,
-        instrument_id=spec.instrument_id,
-        strategy_id=spec.strategy_id,
+    return OrderIntent.objects.filter(
+        account_id=position.account_id,
+        instrument_id=position.instrument_id,
+        strategy_id=position.strategy_id,
+        position_side=position.side,
+        intent=Intent.EXIT,
         state=OrderIntent.State.PENDING,
     ).exists()
+
+
+def _position_closed(position_id: int) -> bool:
+    return Position.objects.filter(pk=position_id, state=Position.State.CLOSED).exists()
 
 
 def _working_entries(plan: TradePlan, position_side: str) -> list[Order]:
@@ -383,21 +791,3 @@ def _working_entries(plan: TradePlan, position_side: str) -> list[Order]:
             position__state=Position.State.OPEN,
         ).exclude(status__in=TERMINAL_STATUSES)
     )
-
-
-def _open_quantity(plan: TradePlan, position_side: str) -> int:
-    position = Position.objects.filter(
-        account_id=plan.account_id,
-        instrument_id=plan.instrument_id,
-        strategy_id=plan.strategy_id,
-        side=position_side,
-        state=Position.State.OPEN,
-    ).first()
-    if position is None:
-        return 0
-    # An exit already working covers part of the position.
-    working_exit = sum(
-        order.quantity - order.filled_quantity
-        for order in position.orders.filter(intent=Intent.EXIT).exclude(status__in=TERMINAL_STATUSES)
-    )
-    return position.quantity - working_exit

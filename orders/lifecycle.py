@@ -7,8 +7,9 @@ idempotent: persisting an order twice, or applying the same fill twice, is a no-
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Callable, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,6 +24,7 @@ from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, Orde
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
 
+T = TypeVar("T")
 ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
 
 
@@ -51,31 +53,158 @@ def intent_create(*, spec: IntentSpec) -> tuple[OrderIntent, bool]:
     Raises ledger.InsufficientCapital (nothing written) when the reservation does not fit.
     """
     with transaction.atomic(durable=True):
-        try:
-            ledger = ledger_service.ledger_lock(account_id=spec.account_id)
-        except CapitalLedger.DoesNotExist:
-            ledger_service.ledger_open(account=Account.objects.get(pk=spec.account_id))
-            ledger = ledger_service.ledger_lock(account_id=spec.account_id)
+        ledger = _ledger_for(spec.account_id)
         existing = OrderIntent.objects.filter(client_order_id=spec.client_order_id).first()
         if existing is not None:
             return existing, False
-        ledger_service.ledger_reserve(ledger=ledger, amount=spec.reserve, client_order_id=spec.client_order_id)
-        intent = OrderIntent.objects.create(
-            client_order_id=spec.client_order_id,
-            account_id=spec.account_id,
-            strategy_id=spec.strategy_id,
-            instrument_id=spec.instrument_id,
-            intent=spec.intent,
-            position_side=spec.position_side,
-            side=spec.side,
-            order_type=spec.order_type,
-            quantity=spec.quantity,
-            price=spec.price,
-            reserved=spec.reserve,
-            signal_kind=spec.signal_kind,
-            signal_output_id=spec.signal_output_id,
+        return _intent_insert(ledger, spec), True
+
+
+def entry_intent_create(
+    *,
+    spec: IntentSpec,
+    blocked: Callable[[IntentSpec], T | None],
+    lease: Callable[[], T | None] | None = None,
+    after_insert: Callable[[OrderIntent], None] | None = None,
+) -> tuple[OrderIntent | None, T | None]:
+    """Take the entry lease, ask `blocked` why not to enter under the ledger lock, else reserve and record the intent.
+
+    One durable transaction, so the lease, the check and the reservation are one
+    state and one commit: no entry of another process on the same account can reserve
+    between the check and the reservation. `lease` (called first, before the ledger
+    lock, the order every entry takes them in) returns a reason when the lease is held
+    by someone else. Returns (intent, None) when created, (None, reason) when refused;
+    a refusal writes nothing, the lease included. `after_insert` runs in the same
+    transaction once the intent exists (the executor records the signal in flight, so
+    a crash after this point still leaves the signal's outcome to settle). Raises
+    ledger.InsufficientCapital (nothing written) when the reservation does not fit.
+    """
+    with transaction.atomic(durable=True):
+        if lease is not None:
+            held = lease()
+            if held is not None:
+                return None, held
+        ledger = _ledger_for(spec.account_id)
+        reason = blocked(spec)
+        if reason is not None:
+            transaction.set_rollback(True)
+            return None, reason
+        intent = _intent_insert(ledger, spec)
+        if after_insert is not None:
+            after_insert(intent)
+    return intent, None
+
+
+class ExitRefusal(StrEnum):
+    DUPLICATE = "duplicate"  # this signal already has its intent
+    NO_POSITION = "no_position"  # nothing of this side is open
+    ALREADY_CLOSING = "already_closing"  # working exits already cover the open quantity
+
+
+@dataclass(frozen=True)
+class ExitSizing:
+    intent: OrderIntent | None
+    refusal: ExitRefusal | None
+    open_quantity: int
+    closing: int  # unfilled quantity of the position's working exits and pending exit intents
+
+
+def exit_intent_create(
+    *,
+    spec: IntentSpec,
+    between_reads: Callable[[], None] | None = None,
+    after_insert: Callable[[OrderIntent], None] | None = None,
+) -> ExitSizing:
+    """Size an exit and record its intent in one transaction: open quantity minus what is already being closed.
+
+    `spec.quantity` is ignored. The ledger row, then the position row are locked before
+    either is read (the fill handlers take the same locks in the same order), so a
+    fill cannot land between reading the position's quantity and reading its working
+    exits: the two are one state, and an exit never asks for more than is open and
+    not already being closed. `between_reads` runs between the two reads (tests land a
+    concurrent fill there); `after_insert` in the same transaction once the intent exists.
+    """
+    with transaction.atomic(durable=True):
+        ledger = _ledger_for(spec.account_id)
+        if OrderIntent.objects.filter(client_order_id=spec.client_order_id).exists():
+            return ExitSizing(None, ExitRefusal.DUPLICATE, 0, 0)
+        position = (
+            Position.objects.select_for_update()
+            .filter(
+                account_id=spec.account_id,
+                instrument_id=spec.instrument_id,
+                strategy_id=spec.strategy_id,
+                side=spec.position_side,
+                state=Position.State.OPEN,
+            )
+            .first()
         )
-    return intent, True
+        if position is None or position.quantity <= 0:
+            return ExitSizing(None, ExitRefusal.NO_POSITION, 0, 0)
+        if between_reads is not None:
+            between_reads()
+        working = sum(
+            quantity - filled
+            for quantity, filled in position.orders.filter(intent=Intent.EXIT)
+            .exclude(status__in=TERMINAL_STATUSES)
+            .values_list("quantity", "filled_quantity")
+        )
+        # An exit sent but not yet confirmed (or with an unknown outcome) may be at the
+        # broker already: it counts as closing until it is placed or abandoned.
+        pending = sum(
+            OrderIntent.objects.filter(
+                account_id=spec.account_id,
+                instrument_id=spec.instrument_id,
+                strategy_id=spec.strategy_id,
+                position_side=spec.position_side,
+                intent=Intent.EXIT,
+                state=OrderIntent.State.PENDING,
+            ).values_list("quantity", flat=True)
+        )
+        closing = working + pending
+        quantity = position.quantity - closing
+        if quantity <= 0:
+            return ExitSizing(None, ExitRefusal.ALREADY_CLOSING, position.quantity, closing)
+        intent = _intent_insert(ledger, replace(spec, quantity=quantity, reserve=0))
+        if after_insert is not None:
+            after_insert(intent)
+    return ExitSizing(intent, None, position.quantity, closing)
+
+
+def intent_mark_unresolved(*, client_order_id: str) -> bool:
+    """The broker's answer to this intent was lost: stamp when, once (the resolution paths start from it)."""
+    return bool(
+        OrderIntent.objects.filter(
+            client_order_id=client_order_id, state=OrderIntent.State.PENDING, unresolved_since__isnull=True
+        ).update(unresolved_since=timezone.now())
+    )
+
+
+def _ledger_for(account_id: int) -> CapitalLedger:
+    try:
+        return ledger_service.ledger_lock(account_id=account_id)
+    except CapitalLedger.DoesNotExist:
+        ledger_service.ledger_open(account=Account.objects.get(pk=account_id))
+        return ledger_service.ledger_lock(account_id=account_id)
+
+
+def _intent_insert(ledger: CapitalLedger, spec: IntentSpec) -> OrderIntent:
+    ledger_service.ledger_reserve(ledger=ledger, amount=spec.reserve, client_order_id=spec.client_order_id)
+    return OrderIntent.objects.create(
+        client_order_id=spec.client_order_id,
+        account_id=spec.account_id,
+        strategy_id=spec.strategy_id,
+        instrument_id=spec.instrument_id,
+        intent=spec.intent,
+        position_side=spec.position_side,
+        side=spec.side,
+        order_type=spec.order_type,
+        quantity=spec.quantity,
+        price=spec.price,
+        reserved=spec.reserve,
+        signal_kind=spec.signal_kind,
+        signal_output_id=spec.signal_output_id,
+    )
 
 
 def intent_abandon(*, client_order_id: str, reason: str, via_reconciliation: bool = False) -> bool:
@@ -116,20 +245,37 @@ def _event(order: Order, kind: str, **extra: object) -> dict[str, object]:
 
 
 def lifecycle_persist(
-    *, broker_order: BrokerOrder, via_reconciliation: bool = False, before_commit: Callable[[], None] | None = None
+    *,
+    broker_order: BrokerOrder,
+    via_reconciliation: bool = False,
+    before_commit: Callable[[], None] | None = None,
+    on_begin: Callable[[], None] | None = None,
+    account_id: int | None = None,
+    owner_id: int | None = None,
 ) -> Order:
     """Persist a broker-confirmed order: order row, position seed, intent handed over; one transaction.
 
     Idempotent on the client order id. A broker status that already ended without a
     fill (rejected on arrival) releases the reservation in the same transaction.
+    `on_begin` runs first in the transaction (the executor gives its entry lease back
+    there, so the release commits with the order); `before_commit` runs last, unless
+    the order was already persisted. A caller that knows the intent's account and its
+    owner passes them, which saves the queries that would look them up.
     """
     with transaction.atomic(durable=True):
-        intent = OrderIntent.objects.get(client_order_id=broker_order.client_order_id)
-        ledger = ledger_service.ledger_lock(account_id=intent.account_id)
-        existing = Order.objects.filter(client_order_id=broker_order.client_order_id).first()
-        if existing is not None:
-            return existing
-        intent = OrderIntent.objects.select_for_update().get(pk=intent.pk)
+        if on_begin is not None:
+            on_begin()
+        if account_id is None:
+            account_id = OrderIntent.objects.values_list("account_id", flat=True).get(
+                client_order_id=broker_order.client_order_id
+            )
+        ledger = ledger_service.ledger_lock(account_id=account_id)
+        intent = OrderIntent.objects.select_for_update().get(
+            client_order_id=broker_order.client_order_id, account_id=account_id
+        )
+        # PLACED is set in the transaction that creates the order: the two go together.
+        if intent.state == OrderIntent.State.PLACED:
+            return Order.objects.get(client_order_id=broker_order.client_order_id)
         reserved = intent.reserved
         if intent.state == OrderIntent.State.ABANDONED:
             # Abandoned too early (a slow broker outlived the lock); the order exists after
@@ -165,7 +311,8 @@ def lifecycle_persist(
         )
         if broker_order.status in ENDED_WITHOUT_FILLING and broker_order.filled_quantity == 0:
             _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
-        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
+        if owner_id is None:
+            owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
         push_trade_event_on_commit(owner_id, _event(order, "order"))
         if before_commit is not None:
             before_commit()

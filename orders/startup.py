@@ -138,14 +138,23 @@ def orders_startup_tasks() -> list[StartupTask]:
         if hub is None:
             ctx.health.set(EXECUTOR_COMPONENT, Status.DEGRADED, "no signal hub in this process: not trading")
             return
+        from dataclasses import replace
+
         executor = TradeExecutor(
             broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
-            config=executor_config_from_settings(),
+            config=replace(executor_config_from_settings(), reversal_wait_s=settings.ORDERS_REVERSAL_WAIT_S),
             health=ctx.health,
             entry_gate=ctx.resources.get("entry_gate", _never_halted),
         )
         ctx.resources["trade_executor"] = executor
         ctx.spawn("trade-executor", executor.run(hub.subscribe("trade-executor")))
+
+        async def stop_trading(timeout_s: float) -> None:
+            # Registered after the brokers and the paper matcher, so it runs before their
+            # books close: queued and in-flight signals finish, later ones are refused.
+            await executor.stop(timeout_s)
+
+        ctx.on_stop("trade-executor", stop_trading)
 
     return [
         StartupTask("orders-restart-rebuild", Phase.SUBSCRIPTIONS, rebuild),

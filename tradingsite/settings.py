@@ -308,6 +308,8 @@ ORDERS_LOCK_TTL_S = env.float("ORDERS_LOCK_TTL_S", default=30.0)
 ORDERS_BROKER_TIMEOUT_S = env.float("ORDERS_BROKER_TIMEOUT_S", default=10.0)
 if ORDERS_BROKER_TIMEOUT_S >= ORDERS_LOCK_TTL_S:
     raise ImproperlyConfigured("ORDERS_BROKER_TIMEOUT_S must be below ORDERS_LOCK_TTL_S")
+# How long the entry of a reversal (exit then opposite entry) waits for the exit to fill.
+ORDERS_REVERSAL_WAIT_S = env.float("ORDERS_REVERSAL_WAIT_S", default=30.0)
 ORDERS_MARKET_BUFFER_BPS = env.int("ORDERS_MARKET_BUFFER_BPS", default=50)
 ORDERS_FEE_RESERVE_BPS = env.int("ORDERS_FEE_RESERVE_BPS", default=10)
 ORDERS_PAPER_LATENCY_S = env.float("ORDERS_PAPER_LATENCY_S", default=0.0)

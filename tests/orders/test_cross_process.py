@@ -24,7 +24,8 @@ from orders.brokers.registry import BrokerRegistry
 from orders.executor import ExecutorConfig, TradeExecutor
 from orders.ledger import InsufficientCapital, ledger_check
 from orders.lifecycle import IntentSpec, intent_abandon, intent_create
-from orders.models import CapitalLedger, Fill, Order, OrderIntent, PaperFill, PaperOrder
+from orders.models import CapitalLedger, Fill, Order, OrderIntent, PaperFill, PaperOrder, SignalOutcome
+from orders.models.outcomes import Outcome
 from orders.reconciliation import reconcile_account
 from processor.signals import Signal, SignalKind
 from tests.fakes.brokers.binance_usdm_orders import FakeBinanceOrders
@@ -115,6 +116,9 @@ def test_sigkill_at_each_entry_step_converges_after_one_reconciliation(kill_at: 
         at_broker = PaperOrder.objects.filter(client_order_id=intent.client_order_id).count()
         assert at_broker == (0 if kill_at == "after_reserve" else 1)
         assert not Order.objects.filter(account_id=setup.account.pk).exists()  # nothing persisted before the kill
+        # The signal's row says in flight, with the order id reconciliation settles it by.
+        outcome = SignalOutcome.objects.get(account_id=setup.account.pk)
+        assert (outcome.outcome, outcome.client_order_id) == (Outcome.IN_FLIGHT, intent.client_order_id)
 
         registry = BrokerRegistry()
         broker = registry.broker_for(account_id=setup.account.pk, venue="paper", mode="paper")
@@ -144,7 +148,7 @@ def test_sigkill_at_each_entry_step_converges_after_one_reconciliation(kill_at: 
             broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue="paper", mode="paper"),
             config=ExecutorConfig(),
         )
-        assert asyncio.run(executor.handle(signal)) == ["skipped"]
+        assert asyncio.run(executor.handle(signal)) == ["duplicate"]
         assert PaperOrder.objects.filter(client_order_id=intent.client_order_id).count() == at_broker
         report = ledger_check(account_id=setup.account.pk)
         assert report.ok, report.problems

@@ -47,7 +47,7 @@ async def test_the_same_signal_twice_places_one_order(executor: TradeExecutor) -
     setup = await database_sync_to_async(make_setup)()
     signal = make_signal(setup.strategy, SignalKind.ENTRY_LONG)
     assert await executor.handle(signal) == ["placed"]
-    assert await executor.handle(signal) == ["skipped"]
+    assert await executor.handle(signal) == ["duplicate"]
     assert await database_sync_to_async(PaperOrder.objects.count)() == 1
 
 
@@ -130,7 +130,7 @@ async def test_entry_larger_than_available_capital_is_refused_without_an_order(e
 
     def check() -> None:
         assert not PaperOrder.objects.exists() and not Order.objects.exists()
-        assert AuditEvent.objects.filter(event="entry.rejected").exists()
+        assert AuditEvent.objects.filter(event="signal.insufficient_capital").exists()
         assert _ledger(setup.account.pk).reserved_for_orders == 0
 
     await database_sync_to_async(check)()

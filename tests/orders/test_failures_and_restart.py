@@ -49,7 +49,7 @@ async def test_an_unknown_outcome_keeps_the_reservation_until_reconciliation_ado
         intent = OrderIntent.objects.get()
         assert intent.state == OrderIntent.State.PENDING and not Order.objects.exists()
         assert CapitalLedger.objects.get(account_id=setup.account.pk).reserved_for_orders == intent.reserved
-        assert AuditEvent.objects.filter(event="entry.unknown").exists()
+        assert AuditEvent.objects.filter(event="signal.unknown").exists()
 
     await database_sync_to_async(pending)()
     result = await reconcile_account(account_id=setup.account.pk, broker=broker, prefix="ts")
@@ -67,7 +67,7 @@ async def test_a_refused_order_releases_its_reservation() -> None:
     setup = await database_sync_to_async(make_setup)()
     broker = Refusing(account_key=str(setup.account.pk))
     executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())
-    assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG)) == ["rejected"]
+    assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG)) == ["broker_rejected"]
 
     def check() -> None:
         assert OrderIntent.objects.get().state == OrderIntent.State.ABANDONED
@@ -91,7 +91,7 @@ async def test_signals_keep_flowing_to_other_subscribers_while_the_broker_is_dow
         assert [store.get_nowait() for _ in range(3)] == signals
 
         async def handled() -> bool:
-            return executor.outcomes.get("rejected", 0) == 3
+            return executor.outcomes.get("broker_rejected", 0) == 3
 
         await async_eventually(handled)
     finally:

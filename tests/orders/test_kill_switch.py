@@ -42,7 +42,7 @@ async def test_an_engaged_switch_halts_entries_with_an_audit_and_no_broker_order
     )
     assert await gated_executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG)) == ["halted"]
     assert await database_sync_to_async(PaperOrder.objects.count)() == 0
-    audit = await database_sync_to_async(lambda: AuditEvent.objects.get(event="entry.halted"))()
+    audit = await database_sync_to_async(lambda: AuditEvent.objects.get(event="signal.halted"))()
     assert "kill switch engaged: desk closed" in audit.message
 
     await database_sync_to_async(kill_switch_set)(
