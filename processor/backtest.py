@@ -43,7 +43,12 @@ class BacktestSummary:
 
 
 class JsonLinesWriter:
-    """A StrategyEventSink that writes backtest JSON lines through `write` in blocks."""
+    """A StrategyEventSink that writes backtest JSON lines through `write` in blocks.
+
+    Lines are appended in causal order and a block is written only from what is
+    already in order: the rows of the latest batch after its last signal stay pending
+    until the next batch or signal, so a block boundary never reorders or loses a line.
+    """
 
     def __init__(self, write: Callable[[str], None], *, kind: str, signals_only: bool = False,
                  block_lines: int = 4096) -> None:
@@ -62,28 +67,27 @@ class JsonLinesWriter:
         self.outputs_seen += len(batch.rows)
         if self._signals_only:
             return
-        self._write_pending(None)
+        self._append_pending(None)
         self._pending = batch
         self._pending_from = 0
+        self._write_full_block()
 
     def signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
         self.signals_seen += len(signals)
-        lines = self._lines
-        for signal, output in zip(signals, outputs):
+        for signal, output in zip(signals, outputs, strict=True):
             if not self._signals_only:
-                self._write_pending(output.output_id)
-            lines.append(orjson.dumps({
+                self._append_pending(output.output_id)
+            self._lines.append(orjson.dumps({
                 "type": "signal",
                 "symbol": signal.symbol,
                 "kind": signal.kind.value,
                 "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
                 "price": fixed_to_str(signal.price),
             }).decode())
-        if len(lines) >= self._block_lines:
-            self.flush()
+        self._write_full_block()
 
-    def _write_pending(self, through_output_id: str | None) -> None:
-        """Write pending rows, through the row of `through_output_id` (all when None)."""
+    def _append_pending(self, through_output_id: str | None) -> None:
+        """Append pending rows, through the row of `through_output_id` (all when None)."""
         batch = self._pending
         if batch is None:
             return
@@ -104,14 +108,20 @@ class JsonLinesWriter:
         self._pending_from = end
         if end >= len(batch.rows):
             self._pending = None
-        if len(lines) >= self._block_lines:
-            self.flush()
 
-    def flush(self) -> None:
-        self._write_pending(None)
+    def _write_full_block(self) -> None:
+        if len(self._lines) >= self._block_lines:
+            self._write_lines()
+
+    def _write_lines(self) -> None:
         if self._lines:
             self._write("\n".join(self._lines) + "\n")
             self._lines = []
+
+    def flush(self) -> None:
+        """Write everything, the pending rows of the latest batch included."""
+        self._append_pending(None)
+        self._write_lines()
 
 
 async def run_backtest(
