@@ -5,7 +5,13 @@ Constructed stopped. Its subscriber (the executor's bridge) attaches first, then
 instrument mailbox and emitting one output per accepted tick and the signals the
 strategy derives. Nothing is emitted before a subscriber is attached.
 
-Backfill is the only await an execution has: while it runs, live ticks wait in the
+Before going live it adopts the position its strategy already holds on the
+instrument: the one handed over by the route it replaces (a parameter change), or
+else what the injected lookup says the ledger holds (a restart). A strategy that came
+up flat while its accounts hold a position would find nothing to close at its next
+exit and have its next entry refused.
+
+Backfill and that lookup are the only awaits an execution has: while it runs, live ticks wait in the
 bounded instrument mailbox. Once live, the executor calls `pump()` right after
 delivering, which folds everything queued synchronously; a task wake-up per
 instrument per batch would cost more than folding the tick itself, and folding is
@@ -21,11 +27,12 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from feeds.market import MarketData
+from processor.held import HeldPositionLookup, nothing_held
 from processor.history import HistoricalTickProvider
 from processor.mailbox import Mailbox
 from processor.outputs import OutputBatch, StrategyOutput, output_id
 from processor.routing import InstrumentKey, StrategySpec
-from processor.signals import Signal
+from processor.signals import Position, Signal
 from processor.strategies.base import SignalRow, StrategyLogic
 
 log = logging.getLogger(__name__)
@@ -43,7 +50,8 @@ class StrategyExecution:
     def __init__(
         self, *, spec: StrategySpec, instrument: InstrumentKey, logic: StrategyLogic,
         mailbox: Mailbox[Sequence[MarketData]], history: HistoricalTickProvider, backfill_window_ns: int,
-        clock_ns: Callable[[], int] = time.time_ns,
+        clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
+        handed_over: Position | None = None,
     ) -> None:
         self.spec = spec
         self.instrument = instrument
@@ -52,6 +60,10 @@ class StrategyExecution:
         self._history = history
         self._backfill_window_ns = backfill_window_ns
         self._clock_ns = clock_ns
+        self._held_position = held_position
+        # A position taken over from the execution this one replaces; it wins over the ledger.
+        self._handed_over = handed_over
+        self.adopted = Position.FLAT
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
@@ -70,7 +82,16 @@ class StrategyExecution:
 
     @property
     def has_open_position(self) -> bool:
-        return self.logic.has_open_position
+        # A handed-over position is held while warming up, before the logic adopts it.
+        handed = self._handed_over
+        return self.logic.has_open_position or (handed is not None and handed != Position.FLAT)
+
+    @property
+    def known_position(self) -> Position | None:
+        """The position this execution manages; None while it is still asking the ledger."""
+        if self.live or self._failed:
+            return self.logic.position
+        return self._handed_over
 
     def subscribe(self, subscriber: ExecutionSubscriber) -> None:
         if self._task is not None:
@@ -97,13 +118,28 @@ class StrategyExecution:
     async def _run(self) -> None:
         try:
             await self._backfill()
+            position = await self._position_held()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self._fail(exc)
             return
+        if position != Position.FLAT:
+            self.logic.adopt(position)
+            self.adopted = position
+            log.info("processor %s: resuming %s on %s", self.spec.name, position.name, self.instrument)
+        self._handed_over = None
         self.live = True
+        if self._subscriber is not None:
+            # Once live the executor may drop an unwanted flat instrument, or keep a held one.
+            self._subscriber.position_changed(self)
         self.pump()  # what queued while backfilling
+
+    async def _position_held(self) -> Position:
+        if self._handed_over is not None:
+            return self._handed_over
+        feed, symbol = self.instrument
+        return Position(await self._held_position(self.spec.strategy_id, feed, symbol))
 
     def pump(self) -> None:
         """Fold everything queued in the mailbox now; a failure degrades this route only."""

@@ -27,6 +27,7 @@ from processor.commands import (
     Degrade, InstrumentRouteAdded, InstrumentRouteRemoved, Reconcile, RouteCommand, TeardownStrategy,
 )
 from processor.executor import ExecutorSubscriber, StrategyExecutor
+from processor.held import HeldPositionLookup, nothing_held
 from processor.history import HistoricalTickProvider, NoHistory
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox
 from processor.outputs import OutputBatch, StrategyOutput
@@ -35,7 +36,7 @@ from processor.routing import (
     Active, Degraded, InstrumentKey, RouteKey, RoutingSnapshot, Stopping, StrategyChunk, StrategyRoute,
     StrategySpec, build_instrument_index,
 )
-from processor.signals import Signal
+from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
 from tradingsite.runtime.core import FatalError
 
@@ -60,8 +61,10 @@ class Processor:
         backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
         clock_ns: Callable[[], int] = time.time_ns,
         on_readiness: Callable[[Readiness], None] | None = None,
+        held_position: HeldPositionLookup = nothing_held,
     ) -> None:
         self._sink = sink
+        self._held_position = held_position
         self._history = history or NoHistory()
         self._load_desired = load_desired
         self._reconcile_interval_s = reconcile_interval_s
@@ -221,14 +224,31 @@ class Processor:
     def _reconcile_routes(self, current: RoutingSnapshot, desired: tuple[StrategySpec, ...]) -> RoutingSnapshot:
         wanted = {spec.route_key: spec for spec in desired}
         routes = dict(current.routes_by_strategy)
+        # A strategy whose params changed is a new route key for the same strategy id: the
+        # new route takes over the old one's open positions on the instruments it trades.
+        successors = {
+            spec.strategy_id: spec for spec in desired if spec.route_key not in current.routes_by_strategy
+        }
+        handed_over: dict[RouteKey, dict[InstrumentKey, Position]] = {}
         for key, route in current.routes_by_strategy.items():
             spec = wanted.get(key)
             if spec is None:
                 if isinstance(route.state, Degraded):
                     del routes[key]  # already closed when it degraded
-                elif isinstance(route.state, Stopping):
                     continue
-                elif route.executor.has_open_positions():
+                successor = successors.get(route.spec.strategy_id)
+                if successor is not None:
+                    route.executor.set_instruments(frozenset())
+                    handed = route.executor.hand_over(successor.instruments)
+                    if handed:
+                        handed_over[successor.route_key] = handed
+                        log.info(
+                            "processor %s: new params take over the positions on %s",
+                            route.spec.name, ", ".join(f"{f}:{s}" for f, s in sorted(handed)),
+                        )
+                if isinstance(route.state, Stopping):
+                    continue
+                if route.executor.has_open_positions():
                     route.executor.set_instruments(frozenset())
                     watcher = asyncio.create_task(
                         self._stopping_watcher(key, route.route_instance_id, route.executor),
@@ -252,10 +272,12 @@ class Processor:
                 routes[key] = replace(route, spec=spec)
         for key, spec in wanted.items():
             if key not in routes:
-                routes[key] = self._add_route(key, spec)
+                routes[key] = self._add_route(key, spec, handed_over.get(key))
         return self._with_routes(replace(current, desired=desired), routes)
 
-    def _add_route(self, key: RouteKey, spec: StrategySpec) -> StrategyRoute:
+    def _add_route(
+        self, key: RouteKey, spec: StrategySpec, handed_over: dict[InstrumentKey, Position] | None = None,
+    ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
         mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
         executor = StrategyExecutor(
@@ -268,7 +290,7 @@ class Processor:
                 InstrumentRouteRemoved(key, route_instance_id, instrument)
             ),
             backfill_default_ns=self._backfill_default_ns, mailbox_capacity=self._mailbox_capacity,
-            clock_ns=self._clock_ns,
+            clock_ns=self._clock_ns, held_position=self._held_position, handed_over=handed_over,
         )
         # Subscribed before start: the first output of the first execution has a reader.
         executor.subscribe(ExecutorSubscriber(

@@ -2,7 +2,9 @@
 
 ADD_FEEDS_AND_STRATEGIES: the signal hub exists (the trade executor subscribes to
 ctx.resources["signals"]) and the strategy table is checked once. DATA_FLOW: the
-processor subscribes to the feed fan-out and starts its core jobs. DATA_BRIDGE:
+processor subscribes to the feed fan-out and starts its core jobs; its executions ask
+ctx.resources["held_position"] (wired by the composition root from the orders ledger,
+read after the restart rebuild) which position each strategy already holds. DATA_BRIDGE:
 outputs and signals start flowing to browsers and the store.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from feeds.history import arecorded_ticks
 from feeds.market import MarketData
 from feeds.tick_selectors import InstrumentNotFound
 from processor import selectors, services
+from processor.held import nothing_held
 from processor.history import HistoricalTickProvider
 from processor.processor import Processor
 from processor.publishing import LiveStrategyEvents
@@ -81,8 +84,10 @@ def processor_startup_tasks() -> list[StartupTask]:
         def report(readiness: Readiness) -> None:
             ctx.health.set(PROCESSOR_COMPONENT, readiness.health.board_status, readiness.reason)
 
+        held = ctx.resources.get("held_position")
         processor = Processor(
             sink=events,
+            held_position=database_sync_to_async(held) if held is not None else nothing_held,
             history=history_provider(),
             load_desired=load_desired,
             reconcile_interval_s=settings.PROCESSOR_RECONCILE_INTERVAL_S,
