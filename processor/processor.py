@@ -3,7 +3,9 @@
 Four core jobs (seed 000's Processor contract):
 - feed router: takes feed batches in order and offers each instrument's ticks to the
   strategy mailboxes of its routes, never awaiting a mailbox; a full one degrades that
-  route through `request_degrade`;
+  route through `request_degrade`. A batch the feed fan-out could not queue for the
+  processor (its input fell behind) reaches `shed`, which degrades every route the
+  batch's trades were for: those strategies would otherwise fold a gapped stream;
 - route command loop: the single writer of the routing snapshot (Reconcile, Degrade,
   TeardownStrategy, InstrumentRouteAdded/Removed);
 - reconcile loop: polls the repository's enabled strategies on an interval and enqueues
@@ -81,6 +83,8 @@ class Processor:
         self._core: dict[str, asyncio.Task[None]] = {}
         self._fatal: asyncio.Future[str] | None = None
         self.discarded_commands = 0
+        self.shed_batches = 0  # feed batches the fan-out could not queue for the processor
+        self.shed_ticks = 0
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -130,7 +134,10 @@ class Processor:
 
     def readiness(self) -> Readiness:
         running = {name: not task.done() for name, task in self._core.items()}
-        return processor_readiness(running, self.snapshot.routes_by_strategy.values())
+        return processor_readiness(
+            running, self.snapshot.routes_by_strategy.values(), shed_batches=self.shed_batches,
+            shed_ticks=self.shed_ticks,
+        )
 
     def _report(self) -> None:
         if self._on_readiness is not None:
@@ -151,6 +158,24 @@ class Processor:
             return
         self._pending_degradation.add(route_instance_id)
         self._commands.put_nowait(Degrade(key, route_instance_id, cause))
+
+    def shed(self, batch: FeedData) -> None:
+        """A feed batch the processor's full input queue could not take: degrade whom it concerned.
+
+        Called by the feed fan-out without awaiting. Every route that trades an instrument
+        with a trade in the batch has lost ticks, so it degrades (and a route holding a
+        position fails the processor fast) rather than trading on a gapped stream.
+        """
+        self.shed_batches += 1
+        self.shed_ticks += len(batch.events)
+        by_symbol = self.snapshot.routes_by_instrument.get(batch.feed)
+        if by_symbol:
+            symbols = {event.symbol for event in batch.events if isinstance(event, MarketData)}
+            cause = f"processor input full: shed a feed batch of {len(batch.events)} events"
+            for symbol in sorted(symbols):
+                for key, route_instance_id, _mailbox in by_symbol.get(symbol, ()):
+                    self.request_degrade(key, route_instance_id, f"{cause} ({batch.feed}:{symbol})")
+        self._report()
 
     # -- feed router (hot path) -----------------------------------------------------
 
