@@ -253,3 +253,40 @@ def test_the_ledger_lookup_takes_the_open_side_and_describes_disagreeing_account
     open_position(b.account, "LONG")
     assert strategy_held_position(strategy.pk, "sim", "BTCUSDT") == HeldPosition(Position.LONG, "")
     assert strategy_held_position(strategy.pk, "sim", "ETHUSDT").position == Position.FLAT
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreement():
+    from channels.db import database_sync_to_async
+
+    from orders.models import AuditEvent
+    from orders.models import Position as PositionRow
+    from tests.orders.factories import make_instrument, make_setup, make_strategy
+    from tradingsite.runtime.compose import build_runtime
+    from tradingsite.runtime.core import RuntimeContext
+
+    runtime = build_runtime(role="test", feed_names=None, periodic_jobs=False)
+    ctx = RuntimeContext()
+    (task,) = [t for t in runtime.tasks if t.name == "load-held-positions"]
+    await task.run(ctx)
+    held_position = database_sync_to_async(ctx.resources["held_position"])
+
+    def setup() -> tuple[int, int, int]:
+        strategy = make_strategy()
+        instrument = make_instrument("sim", "ETHUSDT")
+        short = make_setup(strategy=strategy, instrument=instrument)
+        flat = make_setup(strategy=strategy, instrument=instrument)
+        PositionRow.objects.create(
+            account=short.account, strategy=strategy, instrument=instrument, side="SHORT", quantity=10**7,
+        )
+        return strategy.pk, short.account.pk, flat.account.pk
+
+    strategy_id, short_account, flat_account = await database_sync_to_async(setup)()
+    assert await held_position(strategy_id, "sim", "ETHUSDT") == Position.SHORT
+    [event] = await database_sync_to_async(lambda: list(AuditEvent.objects.filter(event="position.accounts_disagree")))()
+    assert event.strategy_id == strategy_id
+    assert f"SHORT in account {short_account}" in event.message and f"flat in account {flat_account}" in event.message
+    assert event.details == {"feed": "sim", "symbol": "ETHUSDT", "resumed": "SHORT"}
+    # Agreement (or nothing held) leaves no event.
+    assert await held_position(strategy_id, "sim", "BTCUSDT") == Position.FLAT
+    assert await database_sync_to_async(AuditEvent.objects.filter(event="position.accounts_disagree").count)() == 1
