@@ -11,11 +11,11 @@ else what the injected lookup says the ledger holds (a restart). A strategy that
 up flat while its accounts hold a position would find nothing to close at its next
 exit and have its next entry refused.
 
-Backfill and that lookup are the only awaits an execution has: while it runs, live ticks wait in the
-bounded instrument mailbox. Once live, the executor calls `pump()` right after
-delivering, which folds everything queued synchronously; a task wake-up per
-instrument per batch would cost more than folding the tick itself, and folding is
-CPU work that would hold the event loop in a task just the same.
+Backfill and that lookup are the only awaits an execution has: while they run, live
+ticks wait in the bounded instrument mailbox. Once live, the executor calls `pump()`
+right after delivering, which folds everything queued synchronously; a task wake-up
+per instrument per batch would cost more than folding the tick itself, and folding
+is CPU work that would hold the event loop in a task just the same.
 """
 from __future__ import annotations
 
@@ -63,7 +63,6 @@ class StrategyExecution:
         self._held_position = held_position
         # A position taken over from the execution this one replaces; it wins over the ledger.
         self._handed_over = handed_over
-        self.adopted = Position.FLAT
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
@@ -126,7 +125,6 @@ class StrategyExecution:
             return
         if position != Position.FLAT:
             self.logic.adopt(position)
-            self.adopted = position
             log.info("processor %s: resuming %s on %s", self.spec.name, position.name, self.instrument)
         self._handed_over = None
         self.live = True

@@ -99,7 +99,6 @@ class SignalHub:
         self.hard_limit = hard_limit
         self.failure: str | None = None
         self._failed = asyncio.Event()
-        self.published: dict[str, int] = {}
 
     def subscribe(self, name: str, capacity: int | None = None) -> asyncio.Queue[Signal]:
         """Return a queue that receives every signal published from now on.
@@ -112,7 +111,6 @@ class SignalHub:
         queue: asyncio.Queue[Signal] = asyncio.Queue()  # unbounded: see the class docstring
         self._queues[name] = queue
         self._limits[name] = capacity if capacity is not None else self.hard_limit
-        self.published[name] = 0
         return queue
 
     def unsubscribe(self, name: str) -> None:
@@ -127,7 +125,6 @@ class SignalHub:
         for name, queue in self._queues.items():
             for signal in signals:
                 queue.put_nowait(signal)
-            self.published[name] += len(signals)
             depth = queue.qsize()
             limit = self._limits[name]
             if depth >= limit and self.failure is None:

@@ -113,7 +113,8 @@ async def test_new_params_take_over_the_open_position_and_manage_its_exit():
     await processor.consume(batch(tick("BTC", 3, trade_id="flat")))
     await turn()
     assert sink.kinds() == ["ENTRY_SHORT", "EXIT_SHORT"]
-    assert {s.output_id.split(":")[0] for s in sink.signal_log[1:]} == {new.executor.execution((FEED, "BTC")).execution_id}
+    exit_execution = new.executor.execution((FEED, "BTC")).execution_id
+    assert {s.output_id.split(":")[0] for s in sink.signal_log[1:]} == {exit_execution}
     await processor.stop()
 
 
@@ -283,10 +284,11 @@ async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreemen
 
     strategy_id, short_account, flat_account = await database_sync_to_async(setup)()
     assert await held_position(strategy_id, "sim", "ETHUSDT") == Position.SHORT
-    [event] = await database_sync_to_async(lambda: list(AuditEvent.objects.filter(event="position.accounts_disagree")))()
+    disagreements = AuditEvent.objects.filter(event="position.accounts_disagree")
+    [event] = await database_sync_to_async(lambda: list(disagreements))()
     assert event.strategy_id == strategy_id
     assert f"SHORT in account {short_account}" in event.message and f"flat in account {flat_account}" in event.message
     assert event.details == {"feed": "sim", "symbol": "ETHUSDT", "resumed": "SHORT"}
     # Agreement (or nothing held) leaves no event.
     assert await held_position(strategy_id, "sim", "BTCUSDT") == Position.FLAT
-    assert await database_sync_to_async(AuditEvent.objects.filter(event="position.accounts_disagree").count)() == 1
+    assert await database_sync_to_async(disagreements.count)() == 1
