@@ -61,12 +61,14 @@ class StrategyExecution:
         self._backfill_window_ns = backfill_window_ns
         self._clock_ns = clock_ns
         self._held_position = held_position
-        # A position taken over from the execution this one replaces; it wins over the ledger.
-        self._handed_over = handed_over
+        # The position this execution resumes: taken over from the execution it replaces
+        # (which wins over the ledger), or looked up before backfill. None while unknown.
+        self._resuming: Position | None = handed_over
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
         self.live = False  # backfilled, folding what the executor delivers
+        self._went_live = False
         self._failed = False
         self._next_seq = 0
         self.backfilled_ticks = 0
@@ -81,16 +83,17 @@ class StrategyExecution:
 
     @property
     def has_open_position(self) -> bool:
-        # A handed-over position is held while warming up, before the logic adopts it.
-        handed = self._handed_over
-        return self.logic.has_open_position or (handed is not None and handed != Position.FLAT)
+        # A resumed position is held while warming up, before the logic adopts it: removing
+        # or degrading the route then must treat it as open.
+        resuming = self._resuming
+        return self.logic.has_open_position or (resuming is not None and resuming != Position.FLAT)
 
     @property
     def known_position(self) -> Position | None:
         """The position this execution manages; None while it is still asking the ledger."""
-        if self.live or self._failed:
-            return self.logic.position
-        return self._handed_over
+        if self._resuming is not None:
+            return self._resuming
+        return self.logic.position if self._went_live else None
 
     def subscribe(self, subscriber: ExecutionSubscriber) -> None:
         if self._task is not None:
@@ -116,8 +119,11 @@ class StrategyExecution:
 
     async def _run(self) -> None:
         try:
+            # Looked up first, so the position counts as open during the backfill too.
+            if self._resuming is None:
+                self._resuming = await self._position_held()
+            position = self._resuming
             await self._backfill()
-            position = await self._position_held()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -126,16 +132,14 @@ class StrategyExecution:
         if position != Position.FLAT:
             self.logic.adopt(position)
             log.info("processor %s: resuming %s on %s", self.spec.name, position.name, self.instrument)
-        self._handed_over = None
-        self.live = True
+        self.live = self._went_live = True
+        self._resuming = None
         if self._subscriber is not None:
             # Once live the executor may drop an unwanted flat instrument, or keep a held one.
             self._subscriber.position_changed(self)
         self.pump()  # what queued while backfilling
 
     async def _position_held(self) -> Position:
-        if self._handed_over is not None:
-            return self._handed_over
         feed, symbol = self.instrument
         return Position(await self._held_position(self.spec.strategy_id, feed, symbol))
 

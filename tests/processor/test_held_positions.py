@@ -292,3 +292,38 @@ async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreemen
     # Agreement (or nothing held) leaves no event.
     assert await held_position(strategy_id, "sim", "BTCUSDT") == Position.FLAT
     assert await database_sync_to_async(disagreements.count)() == 1
+
+
+async def test_a_held_position_counts_as_open_while_the_execution_is_still_backfilling():
+    import asyncio
+
+    class SlowHistory(InMemoryHistory):
+        def __init__(self) -> None:
+            super().__init__()
+            self.release = asyncio.Event()
+
+        async def ticks(self, feed: str, symbol: str, start_ns: int, end_ns: int):
+            await self.release.wait()
+            return []
+
+    history = SlowHistory()
+    sink = RecordingSink()
+    ledger = Ledger({(1, FEED, "BTC"): Position.LONG})
+    processor = await started(Processor(sink=sink, history=history, held_position=ledger), spec(1, ["BTC"]))
+    [route] = routes_of(processor, 1)
+    execution = route.executor.execution((FEED, "BTC"))
+    assert not execution.live and execution.has_open_position
+
+    # Removed while warming up: it must stay to manage the exit, not vanish with the position.
+    processor.reconcile([])
+    await processor.settled()
+    [route] = routes_of(processor, 1)
+    assert isinstance(route.state, Stopping) and route.state.retained == {(FEED, "BTC")}
+    history.release.set()
+    await turn()
+    await processor.consume(batch(tick("BTC", 1, trade_id="flat")))
+    await turn()
+    await processor.settled()
+    assert sink.kinds() == ["EXIT_LONG"]
+    assert processor.snapshot.routes_by_strategy == {}
+    await processor.stop()
