@@ -104,14 +104,13 @@ def test_every_counted_signal_is_written_right_after_the_output_of_its_tick(tmp_
     assert len(signals) > 400
     assert f"{len(signals)} signals" in summary
     assert f"{len(lines) - len(signals)} outputs" in summary
-    last_output: dict[str, dict] = {}
+    # In exchange-time order across symbols, as the ticks happened.
+    times = [line["occurrence_time_ms"] for line in lines]
+    assert times == sorted(times)
     position: dict[str, str] = {}
     for previous, line in zip([None, *lines], lines):
         symbol = line["symbol"]
         if line["type"] == "output":
-            before = last_output.get(symbol)
-            assert before is None or before["occurrence_time_ms"] <= line["occurrence_time_ms"]
-            last_output[symbol] = line
             continue
         # A signal follows the output of its tick (or the signal before it on that tick).
         assert previous is not None and previous["symbol"] == symbol
@@ -131,3 +130,5 @@ def test_signals_only_holds_every_counted_signal(tmp_path):
     lines, summary = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path, "--signals-only")
     assert len(lines) > 400 and all(line["type"] == "signal" for line in lines)
     assert f"{len(lines)} signals" in summary
+    times = [line["occurrence_time_ms"] for line in lines]
+    assert times == sorted(times)
