@@ -84,7 +84,7 @@ class Processor:
         self._fatal: asyncio.Future[str] | None = None
         self.discarded_commands = 0
         self.shed_batches = 0  # feed batches the fan-out could not queue for the processor
-        self.shed_ticks = 0
+        self.shed_events = 0
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -136,7 +136,7 @@ class Processor:
         running = {name: not task.done() for name, task in self._core.items()}
         return processor_readiness(
             running, self.snapshot.routes_by_strategy.values(), shed_batches=self.shed_batches,
-            shed_ticks=self.shed_ticks,
+            shed_events=self.shed_events,
         )
 
     def _report(self) -> None:
@@ -167,7 +167,7 @@ class Processor:
         position fails the processor fast) rather than trading on a gapped stream.
         """
         self.shed_batches += 1
-        self.shed_ticks += len(batch.events)
+        self.shed_events += len(batch.events)
         by_symbol = self.snapshot.routes_by_instrument.get(batch.feed)
         if by_symbol:
             symbols = {event.symbol for event in batch.events if isinstance(event, MarketData)}

@@ -41,12 +41,12 @@ class Readiness:
 
 
 def processor_readiness(
-    core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute], *, shed_batches: int = 0, shed_ticks: int = 0,
+    core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute], *, shed_batches: int = 0, shed_events: int = 0,
 ) -> Readiness:
     """Return readiness from whether each core job is running and the routes' states."""
     readiness = _route_readiness(core_jobs, routes)
     if shed_batches:
-        shed = f"input shed {shed_batches} feed batches ({shed_ticks} events)"
+        shed = f"input shed {shed_batches} feed batches ({shed_events} events)"
         return Readiness(readiness.ready, readiness.health, f"{readiness.reason}; {shed}")
     return readiness
 

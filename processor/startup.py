@@ -1,11 +1,12 @@
 """The processor's startup tasks (see tradingsite.runtime.core.Phase).
 
 ADD_FEEDS_AND_STRATEGIES: the signal hub exists (the trade executor subscribes to
-ctx.resources["signals"]; its backlog is watched) and the strategy table is checked once. DATA_FLOW: the
-processor subscribes to the feed fan-out and starts its core jobs; its executions ask
+ctx.resources["signals"]; its backlog is watched) and the strategy table is checked
+once. DATA_FLOW: the processor subscribes to the feed fan-out (batches it sheds go to
+`Processor.shed`) and starts its core jobs; its executions ask
 ctx.resources["held_position"] (wired by the composition root from the orders ledger,
-read after the restart rebuild) which position each strategy already holds. DATA_BRIDGE:
-outputs and signals start flowing to browsers and the store.
+read after the restart rebuild) which position each strategy already holds.
+DATA_BRIDGE: outputs and signals start flowing to browsers and the store.
 """
 from __future__ import annotations
 
