@@ -31,13 +31,13 @@ from django.core.exceptions import ValidationError
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 
-from feeds.market import SCALE, MarketData, MarketEvent
+from feeds.market import MarketData, MarketEvent
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, as_parse_error
-from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
+from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns, whole_to_fixed
 from feeds.venues.rest import RestError, fetch
 from feeds.venues.settings import base_url, clean_exchange_settings
 
@@ -128,10 +128,10 @@ def _ltpc_events(key: str, ltpc: pb.LTPC, vtt: int | None, received_ns: int) -> 
     return [make_trade(
         symbol=key,
         price=_price(ltpc.ltp),
-        volume=ltpc.ltq * SCALE,
+        volume=whole_to_fixed(ltpc.ltq),
         ts_event=ts_event,
         ts_recv=received_ns,
-        cumulative_volume=None if vtt is None else vtt * SCALE,
+        cumulative_volume=None if vtt is None else whole_to_fixed(vtt),
     )]
 
 
@@ -140,8 +140,8 @@ def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int)
         return []  # one side empty (pre-open, circuit limit): no best quote to report
     return [make_book_ticker(
         symbol=key,
-        bid_price=_price(quote.bidP), bid_size=quote.bidQ * SCALE,
-        ask_price=_price(quote.askP), ask_size=quote.askQ * SCALE,
+        bid_price=_price(quote.bidP), bid_size=whole_to_fixed(quote.bidQ),
+        ask_price=_price(quote.askP), ask_size=whole_to_fixed(quote.askQ),
         ts_event=ms_to_ns(current_ts_ms), ts_recv=received_ns,
     )]
 
