@@ -28,7 +28,7 @@ class Account(models.Model):
     name = models.CharField(max_length=80)
     broker = models.CharField(max_length=20, choices=Broker.choices, default=Broker.PAPER)
     allocated_capital = models.DecimalField(
-        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal(0))]
+        max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal(0))]
     )
     currency = models.CharField(max_length=10, default="USD")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -60,7 +60,7 @@ class TradeSetting(models.Model):
     strategy = models.ForeignKey("processor.Strategy", on_delete=models.CASCADE, related_name="trade_settings")
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="trade_settings")
     quantity = models.DecimalField(
-        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal("0.00000001"))]
+        max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal("0.000000000001"))]
     )
     mode = models.CharField(max_length=10, choices=TradeMode.choices, default=TradeMode.PAPER)
     order_type = models.CharField(
