@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
-from decimal import Decimal
+from decimal import Context, Decimal, Inexact, InvalidOperation, Overflow
 from enum import StrEnum
 
 SCALE_DIGITS = 12
@@ -63,30 +63,26 @@ def fixed_from_whole(units: int) -> int:
     return checked_fixed(units * SCALE)
 
 
+# Wide enough for any in-range value times SCALE (30 digits) and trapping Inexact: the
+# default context keeps 28 significant digits and would round a 30-digit value silently.
+_EXACT = Context(prec=MAX_WHOLE_DIGITS + SCALE_DIGITS + 8, traps=[Inexact, InvalidOperation, Overflow])
+
+
 def fixed_from_decimal(value: Decimal) -> int:
     """Return a Decimal as a fixed-point integer, refusing values that would be rounded
-    or that are outside the documented range.
-
-    Integer arithmetic on the Decimal's digits, never the Decimal context: the default
-    context keeps 28 significant digits, and a 30-digit fixed-point value would round.
-    """
+    or that are outside the documented range."""
     if not value.is_finite():
         raise FixedPointError(f"not a finite number: {str(value)[:40]}")
-    if not value:
-        return 0
-    if value.adjusted() >= MAX_WHOLE_DIGITS:
+    if value and value.adjusted() >= MAX_WHOLE_DIGITS:
         raise FixedPointError(f"out of range (more than {MAX_WHOLE_DIGITS} whole digits): {str(value)[:40]}")
-    sign, digits, exponent = value.as_tuple()
-    shift = int(exponent) + SCALE_DIGITS
-    if shift >= 0:
-        # adjusted() < MAX_WHOLE_DIGITS bounds the exponent, so 10**shift stays small.
-        scaled = int("".join(map(str, digits))) * 10**shift
-    else:
-        kept, dropped = digits[:shift], digits[shift:]
-        if any(dropped):
-            raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {str(value)[:40]}")
-        scaled = int("".join(map(str, kept)) or "0")
-    return -scaled if sign else scaled
+    try:
+        scaled = value.scaleb(SCALE_DIGITS, _EXACT)
+    except ArithmeticError:  # Inexact: digits beyond what the context holds, all past the 12th place
+        raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {str(value)[:40]}") from None
+    integral = int(scaled)
+    if integral != scaled:
+        raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {str(value)[:40]}")
+    return integral
 
 
 def fixed_to_decimal(value: int) -> Decimal:
