@@ -99,7 +99,10 @@ def test_the_sqlite_writer_records_twelve_places() -> None:
 @pytest.mark.needs_postgres
 @pytest.mark.parametrize("writer", ["copy", "copy-process"])
 def test_the_postgresql_writers_record_twelve_places_and_values_beyond_int64(writer: str) -> None:
+    from feeds.copy_process import CopyProcessWriter
+
     factory = PostgresCopyWriter if writer == "copy" else pipelined_writer_for_database
+    assert writer == "copy" or isinstance(pipelined_writer_for_database(), CopyProcessWriter)
     events = _events((TINY, parse_fixed("1000000000")), (BTC_JPY, FIXED_MAX_ABS), (FIXED_MAX_ABS, 1))
     assert _record(factory, events) == [(e.price, e.volume) for e in events]
     assert StreamCheckpoint.objects.get().price == FIXED_MAX_ABS
