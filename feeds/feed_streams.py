@@ -67,9 +67,13 @@ async def build_feed_streams(
     spec: FeedSpec, venue: ExchangeVenue, *, publish: Callable[[FeedData], None], health: HealthBoard,
     limiter: VenueRateLimiter | None, settings: FeedStreamSettings = FeedStreamSettings(),
     checkpoints: Mapping[str, MarketData] | None = None, hole_sink: HoleSink | None = None,
-    clock_ns: Callable[[], int] = time.time_ns,
+    clock_ns: Callable[[], int] = time.time_ns, first_label: int = 0,
 ) -> list[SupervisedStream]:
     """Return one SupervisedStream per endpoint of the feed's subscriptions.
+
+    Streams are labelled ws{first_label}, ws{first_label + 1}, ...: a caller that adds
+    streams to a running feed (an instrument whose metadata arrived later) starts past
+    the labels already in use.
 
     Trades get their own connections, with gap recovery over REST. Every other channel
     (mark price, tickers) gets connections of its own without recovery: a stream that
@@ -97,7 +101,7 @@ async def build_feed_streams(
             carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]
             stream = _build_stream(
                 spec, venue, index, carried, channel=channel, channel_symbols=symbols,
-                label=f"ws{len(streams)}", publish=publish, health=health, limiter=limiter,
+                label=f"ws{first_label + len(streams)}", publish=publish, health=health, limiter=limiter,
                 settings=settings, hole_sink=hole_sink, clock_ns=clock_ns,
             )
             if channel == TRADES:

@@ -64,6 +64,16 @@ class Instrument(models.Model):
     contract_multiplier = models.DecimalField(
         max_digits=30, decimal_places=12, default=Decimal(1), validators=[_positive]
     )
+    # The metadata gate reads these two: an instrument of a venue that lists its metadata
+    # is streamed and traded only while the venue's listing confirmed it recently.
+    metadata_refreshed_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When the venue's listing last confirmed the tick size, lot size and multiplier; "
+                  "empty until then (or once the venue stops listing the instrument).",
+    )
+    metadata_problem = models.CharField(
+        max_length=300, blank=True, help_text="Why the last metadata fetch did not confirm it (empty when it did).",
+    )
 
     class Meta:
         ordering = ["feed__name", "symbol"]

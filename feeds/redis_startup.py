@@ -3,19 +3,29 @@
 It subscribes to the feed fan-out in the SUBSCRIPTIONS phase, before any stream
 starts, so no batch is missed. Without REDIS_URL it does nothing but say so: the
 embedded site runs the same without it.
+
+The publisher's own gate follows the feed runtime's metadata gate: an instrument the
+feed gate holds (its metadata went stale, or the venue stopped listing it) is held
+here too, and one it lets through later (metadata arrived on a refresh) has its
+metadata published before any of its prices.
 """
 from __future__ import annotations
 
 import logging
+import time
+from typing import Mapping
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from feeds.fanout import FeedFanout, drain
+from feeds.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
 from feeds.redispub.bridge import HEALTH_COMPONENT
+from feeds.redispub.cancel import reraise_if_cancelling
 from feeds.redispub.catalog import catalog_feeds
-from feeds.redispub.metadata import catalog_from_settings, metadata_ttl_ms
+from feeds.redispub.metadata import catalog_from_settings, metadata_drafts, metadata_ttl_ms, stored_metadata
 from feeds.redispub.service import MarketDataService, ServiceOptions
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
@@ -57,6 +67,9 @@ def redis_publisher_startup_tasks() -> list[StartupTask]:
         service = MarketDataService(redis, catalog, ctx.health, instance_id=ctx.instance_id, options=service_options())
         ctx.exit_stack.push_async_callback(service.aclose)
         ctx.resources["redis_market_data"] = service
+        feed_gate: InstrumentMetadataGate | None = ctx.resources.get("metadata_gate")
+        if feed_gate is not None:
+            feed_gate.add_listener(follow_feed_gate(service))
         await service.prepare()
         fanout: FeedFanout = ctx.resources["fanout"]
         queue = fanout.subscribe(FANOUT_CONSUMER)
@@ -66,3 +79,43 @@ def redis_publisher_startup_tasks() -> list[StartupTask]:
         log.info("redis-publisher: publishing %d feeds under %s:*", len(names), catalog.prefix)
 
     return [StartupTask("start-redis-publisher", Phase.SUBSCRIPTIONS, start)]
+
+
+def _held_text(held: Mapping[str, str]) -> str:
+    return "; ".join(f"{symbol}: {why}" for symbol, why in sorted(held.items()))[:200]
+
+
+def follow_feed_gate(service: MarketDataService) -> GateListener:
+    """Return the listener that keeps the publisher's gate in step with the feed's."""
+    unpublished: dict[str, set[str]] = {}  # admitted by the feed gate, metadata not yet on Redis
+
+    async def follow(feed: str, change: GateChange, held: Mapping[str, str]) -> None:
+        entry = service.catalog.feeds.get(feed)
+        if entry is None:
+            return
+        if change.held:
+            service.gate.withdraw(feed, change.held, _held_text(held))
+        pending = unpublished.setdefault(feed, set())
+        pending.update(symbol for symbol in change.admitted if symbol in entry.instruments)
+        pending.difference_update(held)
+        admitted = sorted(pending)
+        if admitted:
+            known = await database_sync_to_async(stored_metadata)(feed_name=feed, venue_symbols=admitted)
+            drafts = metadata_drafts(
+                service.catalog, entry, known, ttl_ms=service.options.metadata_ttl_ms, recv_time_ns=time.time_ns()
+            )
+            try:
+                await service.publisher.publish(drafts)
+            except RedisError as exc:
+                reraise_if_cancelling()
+                # Readers must see the metadata before the prices: these stay held, and the
+                # next check of the feed gate (every few seconds) tries again.
+                service.gate.block(feed, f"publish failed: {exc!r}"[:200])
+                log.warning("redis-publisher %s: metadata of %s not published (%r)", feed, ", ".join(admitted), exc)
+                return
+            service.gate.admit(feed, known)
+            pending.clear()
+        if held:
+            service.gate.block(feed, _held_text(held))
+
+    return follow

@@ -1,5 +1,15 @@
-"""The feed path's startup tasks (see tradingsite.runtime.core.Phase)."""
+"""The feed path's startup tasks (see tradingsite.runtime.core.Phase).
+
+The metadata gate runs before any stream is built: an instrument whose metadata is not
+known is not subscribed (the feed's other instruments go on), and the feed's watcher
+subscribes it once a later check finds its metadata.
+"""
 from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Awaitable, Callable
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -9,6 +19,7 @@ from feeds import selectors
 from feeds.checkpoint import load_checkpoints, record_known_hole
 from feeds.fanout import FeedFanout, drain
 from feeds.feed_streams import build_feed_streams, is_exchange_venue
+from feeds.metadata_gate import InstrumentMetadataGate
 from feeds.publisher import PricePublisher
 from feeds.ratelimit import RateLimiterRegistry
 from feeds.recorder import TickRecorder
@@ -16,10 +27,13 @@ from feeds.stream import FeedStream
 from feeds.stream_settings import feed_stream_settings
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import pipelined_writer_for_database
+from feeds.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
-from feeds.venues.base import FeedSpec
+from feeds.venues.base import ExchangeVenue, FeedSpec
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+
+log = logging.getLogger(__name__)
 
 # The recorder's fan-out queue holds batches (a frame's trades, or up to 1000 recovered
 # ones); it must absorb a recovery burst while a flush is in progress.
@@ -40,6 +54,16 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             raise FatalError(str(exc)) from None
         ctx.resources["feed_specs"] = specs
         ctx.resources["fanout"] = FeedFanout()
+        # Made here, checked in the next phase: followers (the Redis publisher) attach first.
+        ctx.resources["metadata_gate"] = InstrumentMetadataGate(
+            ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S, retry_s=settings.MARKET_DATA_METADATA_RETRY_S,
+        )
+
+    async def open_metadata_gate(ctx: RuntimeContext) -> None:
+        gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
+        specs = [spec for spec in ctx.resources["feed_specs"] if spec.instruments]
+        # Concurrently: one venue's slow metadata endpoint must not hold the others back.
+        await asyncio.gather(*(gate.check(spec, fetch=True) for spec in specs))
 
     async def load_instrument_names(ctx: RuntimeContext) -> None:
         names = [spec.name for spec in ctx.resources["feed_specs"]]
@@ -76,23 +100,46 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             fraction=settings.FEED_RATE_LIMIT_FRACTION, max_wait_s=settings.FEED_RATE_LIMIT_MAX_WAIT_S
         )
         stream_settings = feed_stream_settings()
+        gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
+        # Streams started later (metadata arrived) get fresh numbers, so component names stay unique.
+        stream_count: dict[str, int] = {}
         for spec in specs:
             if not spec.instruments:
                 ctx.health.set(f"feed:{spec.name}", Status.DEGRADED, "no subscribed instruments")
                 continue
             venue = get_venue(spec.venue)
             if not is_exchange_venue(venue):
+                # Simulated and replay feeds: the site's own rows are their metadata.
                 stream = FeedStream(spec, venue, fanout, ctx.health)
                 ctx.spawn(f"feed:{spec.name}", stream.run())
                 continue
-            checkpoints = await database_sync_to_async(load_checkpoints)(spec.name)
-            streams = await build_feed_streams(
-                spec, venue, publish=fanout.publish, health=ctx.health,  # type: ignore[arg-type]
-                limiter=limiters.for_venue(spec.venue), settings=stream_settings, checkpoints=checkpoints,
-                hole_sink=_record_hole,
-            )
-            for supervised in streams:
-                ctx.spawn(supervised.component, supervised.run())
+            streaming: set[str] = set()
+
+            async def start_streams(admitted: FeedSpec, venue: ExchangeVenue = venue) -> None:
+                checkpoints = await database_sync_to_async(load_checkpoints)(admitted.name)
+                streams = await build_feed_streams(
+                    admitted, venue, publish=fanout.publish, health=ctx.health,  # type: ignore[arg-type]
+                    limiter=limiters.for_venue(admitted.venue), settings=stream_settings, checkpoints=checkpoints,
+                    hole_sink=_record_hole, first_label=stream_count.get(admitted.name, 0),
+                )
+                stream_count[admitted.name] = stream_count.get(admitted.name, 0) + len(streams)
+                for supervised in streams:
+                    ctx.spawn(supervised.component, supervised.run())
+
+            admitted = gate.admitted_spec(spec)
+            if admitted.instruments:
+                await start_streams(admitted)
+                streaming.update(i.venue_symbol for i in admitted.instruments)
+            else:
+                ctx.health.set(
+                    f"feed:{spec.name}", Status.BLOCKED,
+                    f"no instrument with known metadata (see metadata-gate:{spec.name})",
+                )
+            if venue_lists_metadata(spec.venue):
+                ctx.spawn(
+                    f"metadata-gate:{spec.name}",
+                    _watch_metadata(gate, spec, streaming, start_streams, settings.MARKET_DATA_METADATA_RETRY_S),
+                )
 
     async def start_price_publisher(ctx: RuntimeContext) -> None:
         fanout: FeedFanout = ctx.resources["fanout"]
@@ -105,8 +152,32 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
 
     return [
         StartupTask("load-feeds", Phase.ADD_FEEDS_AND_STRATEGIES, load_feeds),
+        StartupTask("open-metadata-gate", Phase.SUBSCRIPTIONS, open_metadata_gate),
         StartupTask("load-instrument-names", Phase.SUBSCRIPTIONS, load_instrument_names),
         StartupTask("start-recorder", Phase.SUBSCRIPTIONS, start_recorder),
         StartupTask("start-data-flow", Phase.DATA_FLOW, start_data_flow),
         StartupTask("start-price-publisher", Phase.DATA_BRIDGE, start_price_publisher),
     ]
+
+
+async def _watch_metadata(
+    gate: InstrumentMetadataGate, spec: FeedSpec, streaming: set[str],
+    start_streams: Callable[[FeedSpec], Awaitable[None]], every_s: float,
+) -> None:
+    """Re-check the feed's metadata for good; subscribe each instrument once it is known.
+
+    While an instrument is held the venue is asked again (after failed fetches the gate
+    doubles its wait, up to five minutes); otherwise only the stored rows are read (the hourly refresh, possibly in another process, writes
+    them). An instrument already streaming whose metadata goes stale or unlisted keeps
+    its subscription (it shares a socket with the others) but is held on health and in
+    trade plans until a refresh confirms it again.
+    """
+    while True:
+        await asyncio.sleep(every_s)
+        change = await gate.check(spec, fetch=bool(gate.held(spec.name)))
+        new = [i for i in spec.instruments if i.venue_symbol in change.admitted and i.venue_symbol not in streaming]
+        if not new:
+            continue
+        log.info("feed %s: metadata arrived for %s; subscribing", spec.name, ", ".join(i.venue_symbol for i in new))
+        await start_streams(replace(spec, instruments=tuple(new)))
+        streaming.update(i.venue_symbol for i in new)

@@ -1,7 +1,14 @@
-"""Turn a signal into per-account trade plans (pure rounding + one query for the settings)."""
+"""Turn a signal into per-account trade plans (pure rounding + one query for the settings).
+
+A plan for an instrument whose metadata (tick size, lot size, multiplier) the venue has
+not confirmed, or confirmed too long ago, carries the reason in `metadata_missing`:
+its sizes are the site's stored guesses, and an entry sized from them is refused.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from django.utils import timezone
 
 from feeds.market import fixed_from_decimal
 from orders.models import TradeSetting
@@ -25,6 +32,10 @@ class TradePlan:
     multiplier: int
     quantity: int
     order_type: str
+    # Why the instrument's metadata is not known (None = known). The executor refuses an
+    # entry with it (outcome NO_METADATA, this text as the reason); an exit still closes
+    # what is open, since a position must always be able to close.
+    metadata_missing: str | None = None
 
 
 def signal_key(signal: Signal) -> str:
@@ -40,15 +51,27 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
     settings_list = list(settings_rows)
     if not settings_list:
         return []
+    from feeds.metadata_gate import metadata_missing_reason
     from feeds.models import Instrument
+    from feeds.redispub.metadata import metadata_max_age_s, venue_lists_metadata
 
     instrument = (
         Instrument.objects.filter(feed__name=signal.feed, venue_symbol=signal.symbol)
-        .values("id", "tick_size", "lot_size", "contract_multiplier")
+        .values(
+            "id", "tick_size", "lot_size", "contract_multiplier", "feed__venue", "metadata_refreshed_at",
+            "metadata_problem",
+        )
         .first()
     )
     if instrument is None:
         return []
+    missing = metadata_missing_reason(
+        lists_metadata=venue_lists_metadata(instrument["feed__venue"]),
+        refreshed_at=instrument["metadata_refreshed_at"],
+        problem=instrument["metadata_problem"],
+        now=timezone.now(),
+        max_age_s=metadata_max_age_s(),
+    )
     lot = fixed_from_decimal(instrument["lot_size"])
     plans = []
     for setting in settings_list:
@@ -66,6 +89,7 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
                 multiplier=fixed_from_decimal(instrument["contract_multiplier"]),
                 quantity=round_to_step(fixed_from_decimal(setting.quantity), lot),
                 order_type=setting.order_type,
+                metadata_missing=f"{signal.symbol} metadata not known: {missing}" if missing else None,
             )
         )
     return plans

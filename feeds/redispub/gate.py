@@ -32,5 +32,11 @@ class MetadataGate:
         """Record why `feed`'s metadata is not known yet (instruments already admitted stay so)."""
         self.blocked_reason[feed] = reason
 
+    def withdraw(self, feed: str, venue_symbols: Iterable[str], reason: str) -> None:
+        """Close the gate again for instruments whose metadata is no longer known."""
+        for venue_symbol in venue_symbols:
+            self._known.pop((feed, venue_symbol), None)
+        self.blocked_reason[feed] = reason
+
     def metadata(self, feed: str, venue_symbol: str) -> InstrumentMetadata | None:
         return self._known.get((feed, venue_symbol))

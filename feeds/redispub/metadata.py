@@ -1,8 +1,9 @@
 """Instrument metadata: fetched from the venue, stored on Instrument rows, published.
 
-Used twice, the same way: by the runtime's startup gate (no market data for an
-instrument before this lands) and by the hourly `refresh-instrument-metadata` job,
-which republishes the whole set every cycle: venues publish no change feed, and a
+Used the same way by the feed runtime's metadata gate (feeds.metadata_gate: no socket,
+no subscription and no trade for an instrument before this lands), by the Redis
+publisher's gate (no market data published before it), and by the hourly
+`refresh-instrument-metadata` job, which republishes the whole set every cycle: venues publish no change feed, and a
 reader that missed the one message announcing a tick change would never hear of it
 again. A venue without a metadata endpoint (the simulated one) is described by the
 site's own Instrument rows, published with source CONFIG.
@@ -15,12 +16,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Sequence
+from datetime import datetime
+from typing import Collection, Mapping, Sequence
 
 import aiohttp
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from redis.asyncio import Redis
 
 from feeds.models import Feed, Instrument
@@ -55,28 +58,52 @@ def _text(value: Decimal | str) -> str:
     return format(Decimal(value).normalize(), "f")
 
 
+def venue_lists_metadata(venue_name: str) -> bool:
+    """True when the venue has a metadata endpoint; otherwise the site's own rows are the metadata."""
+    return hasattr(get_venue(venue_name), "instruments_request")
+
+
+async def fetch_listing(
+    venue_name: str, venue_settings: Mapping[str, object], *, session: aiohttp.ClientSession | None = None,
+    timeout_s: float = 10.0,
+) -> list[InstrumentMeta] | None:
+    """Return the venue's instrument listing, or None when the venue has no metadata endpoint."""
+    if not venue_lists_metadata(venue_name):
+        return None
+    venue = get_venue(venue_name)
+    return await fetch_instruments(venue, venue_settings, session=session, timeout_s=timeout_s)  # type: ignore[arg-type]
+
+
 async def fetch_feed_metadata(
     feed: FeedEntry, *, session: aiohttp.ClientSession | None = None, timeout_s: float = 10.0,
 ) -> list[InstrumentMeta] | None:
     """Return the venue's instrument listing, or None when the venue has no metadata endpoint."""
-    venue = get_venue(feed.venue)
-    if not hasattr(venue, "instruments_request"):
-        return None
-    return await fetch_instruments(venue, feed.settings, session=session, timeout_s=timeout_s)  # type: ignore[arg-type]
+    return await fetch_listing(feed.venue, feed.settings, session=session, timeout_s=timeout_s)
 
 
 def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMeta] | None) -> MetadataResult:
-    """Store the venue's tick size, lot size and multiplier on the feed's subscribed instruments.
+    """Store the venue's tick size, lot size and multiplier on the feed's subscribed instruments."""
+    return listing_apply(feed_name=feed.name, venue_name=feed.venue, venue_symbols=list(feed.instruments), listing=listing)
 
-    Only changed fields are written; each change is logged. With no listing (a venue
-    without a metadata endpoint) the rows themselves are the metadata. Locks the feed's
-    instrument rows (select_for_update, in pk order) for the read-compare-write.
+
+def listing_apply(
+    *, feed_name: str, venue_name: str, venue_symbols: Collection[str], listing: Sequence[InstrumentMeta] | None,
+    now: datetime | None = None,
+) -> MetadataResult:
+    """Store the venue's tick size, lot size and multiplier on the named instruments of a feed.
+
+    Only changed numbers are written; each change is logged. Every listed instrument is
+    stamped as confirmed now (the metadata gate opens for it); one the venue no longer
+    lists loses its stamp (the gate closes for it). With no listing (a venue without a
+    metadata endpoint) the rows themselves are the metadata. Locks the feed's instrument
+    rows (select_for_update, in pk order) for the read-compare-write.
     """
-    result = MetadataResult(feed.name)
+    result = MetadataResult(feed_name)
     by_symbol = {meta.venue_symbol: meta for meta in listing} if listing is not None else {}
+    now = now or timezone.now()
     with transaction.atomic():
         rows = Instrument.objects.select_for_update().filter(
-            feed__name=feed.name, venue_symbol__in=list(feed.instruments)
+            feed__name=feed_name, venue_symbol__in=list(venue_symbols)
         ).order_by("pk")
         for row in rows:
             if listing is None:
@@ -85,6 +112,9 @@ def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMe
             meta = by_symbol.get(row.venue_symbol)
             if meta is None:
                 result.missing.append(row.venue_symbol)
+                Instrument.objects.filter(pk=row.pk).update(
+                    metadata_refreshed_at=None, metadata_problem=f"not listed by {venue_name}"
+                )
                 continue
             updates: dict[str, Decimal] = {}
             for name, value in (("tick_size", meta.tick_size), ("lot_size", meta.lot_size),
@@ -93,16 +123,32 @@ def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMe
                 if value is not None and Decimal(value) != getattr(row, name):
                     result.changed.append(f"{row.symbol} {name} {_text(getattr(row, name))} -> {_text(value)}")
                     updates[name] = Decimal(value)
-            if updates:
-                Instrument.objects.filter(pk=row.pk).update(**updates)
-                for name, new_value in updates.items():
-                    setattr(row, name, new_value)
+            Instrument.objects.filter(pk=row.pk).update(**updates, metadata_refreshed_at=now, metadata_problem="")
+            for name, new_value in updates.items():
+                setattr(row, name, new_value)
             result.known.append(_from_row(row, Source.REST, meta))
     for change in result.changed:
-        log.warning("metadata %s: %s", feed.name, change)
+        log.warning("metadata %s: %s", feed_name, change)
     if result.missing:
-        log.warning("metadata %s: venue does not list %s", feed.name, ", ".join(sorted(result.missing)))
+        log.warning("metadata %s: venue does not list %s", feed_name, ", ".join(sorted(result.missing)))
     return result
+
+
+def listing_failed(*, feed_name: str, venue_symbols: Collection[str], reason: str) -> None:
+    """Record why a fetch of the feed's metadata failed.
+
+    The confirmation stamp stays: metadata confirmed recently is still good until it is
+    older than metadata_max_age_s(), and the gate closes then.
+    """
+    Instrument.objects.filter(feed__name=feed_name, venue_symbol__in=list(venue_symbols)).update(
+        metadata_problem=reason[:300]
+    )
+
+
+def stored_metadata(*, feed_name: str, venue_symbols: Collection[str]) -> list[InstrumentMetadata]:
+    """Return the stored metadata of instruments the venue's listing confirmed (source REST)."""
+    rows = Instrument.objects.filter(feed__name=feed_name, venue_symbol__in=list(venue_symbols)).order_by("pk")
+    return [_from_row(row, Source.REST) for row in rows]
 
 
 def _from_row(row: Instrument, source: Source, meta: InstrumentMeta | None = None) -> InstrumentMetadata:
@@ -143,6 +189,14 @@ def metadata_ttl_ms() -> int:
     return round(every_s * settings.MARKET_DATA_TTL_MULTIPLIER * 1000)
 
 
+def metadata_max_age_s() -> float:
+    """How long a venue's confirmation of an instrument's metadata stays good.
+
+    As long as the published metadata key lives: a few missed hourly refreshes.
+    """
+    return metadata_ttl_ms() / 1000
+
+
 def catalog_from_settings(feeds: dict[str, FeedEntry]) -> Catalog:
     return Catalog(
         settings.MARKET_DATA_PREFIX, feeds,
@@ -178,6 +232,7 @@ def instrument_metadata_refresh() -> str:
         except FETCH_FAILURES as exc:
             log.warning("metadata %s: refresh failed: %r", feed.name, exc)
             failures.append(f"{feed.name}: {exc!r}"[:200])
+            listing_failed(feed_name=feed.name, venue_symbols=list(feed.instruments), reason=f"fetch failed: {exc!r}")
             continue
         results.append(instrument_metadata_apply(feed=feed, listing=listing))
     published = 0

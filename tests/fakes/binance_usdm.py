@@ -4,6 +4,8 @@ It replays a tape of aggregate trades at a configurable rate. Trades are stamped
 the wall-clock millisecond at which they are released, sent to every connection
 subscribed to their stream in the venue's combined-stream frame, and served afterwards
 by `GET /fapi/v1/aggTrades` (startTime/endTime < 1 h, fromId, limit <= 1000, retention).
+`GET /fapi/v1/exchangeInfo` lists the tape's symbols (or `listed`, when set) with a
+PRICE_FILTER tick of 0.10 and a LOT_SIZE step of 0.001.
 
     {"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1764460800125,"s":"BTCUSDT",
      "a":5001,"p":"96712.40","q":"0.015","f":5001,"l":5001,"T":1764460800123,"m":true}}
@@ -11,7 +13,8 @@ by `GET /fapi/v1/aggTrades` (startTime/endTime < 1 h, fromId, limit <= 1000, ret
 Connections are accepted on `/market/stream` (SUBSCRIBE messages, or `?streams=a/b`).
 Fault knobs: `close_connections()`, `go_silent()` (no data, pings still answered),
 `go_half_open()` (no data, no pongs), `send_garbage()`, `refuse_connections(True)`
-(HTTP 503 at the handshake), `slow_down(delay_s)` per frame, `rest_down(True)`, and
+(HTTP 503 at the handshake), `slow_down(delay_s)` per frame, `rest_down(True)`,
+`metadata_down(True)` (exchangeInfo alone answers HTTP 503), `listed = {...}`, and
 `max_connection_age_s` (the server cuts older connections, as Binance does at 24 h).
 
 Usable from tests and from bench/: `async with FakeBinanceUsdm(tape) as venue: venue.ws_url`.
@@ -109,6 +112,7 @@ class FakeVenueStats:
     garbage_frames: int = 0
     rest_requests: int = 0
     rest_refused: int = 0
+    exchange_info_requests: int = 0
     subscribe_messages: int = 0
 
 
@@ -133,6 +137,9 @@ class FakeBinanceUsdm:
         self._released = asyncio.Event()
         self._refuse = False
         self._rest_down = False
+        self._metadata_down = False
+        # Symbols exchangeInfo lists; None = every symbol of the tape.
+        self.listed: set[str] | None = None
         self._delay_s = 0.0
         self._play_task: asyncio.Task[None] | None = None
         self.stats = FakeVenueStats()
@@ -242,9 +249,16 @@ class FakeBinanceUsdm:
     def rest_down(self, down: bool = True) -> None:
         self._rest_down = down
 
+    def metadata_down(self, down: bool = True) -> None:
+        self._metadata_down = down
+
     @property
     def open_connections(self) -> int:
         return len(self._subscribers)
+
+    def subscribed_streams(self) -> set[str]:
+        """Every stream some open connection is subscribed to ("btcusdt@aggTrade")."""
+        return {stream for sub in self._subscribers for stream in sub.streams}
 
     # --- websocket -------------------------------------------------------------------
 
@@ -359,6 +373,11 @@ class FakeBinanceUsdm:
         if self._rest_down:
             self.stats.rest_refused += 1
             return self._json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"})
+        if parts.path == "/fapi/v1/exchangeInfo":
+            self.stats.exchange_info_requests += 1
+            if self._metadata_down:
+                return self._json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"})
+            return self._json(connection, HTTPStatus.OK, self._exchange_info())
         if parts.path != "/fapi/v1/aggTrades":
             return self._json(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
         query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
@@ -366,6 +385,23 @@ class FakeBinanceUsdm:
             return self._json(connection, HTTPStatus.OK, self._agg_trades(query))
         except ValueError as exc:
             return self._json(connection, HTTPStatus.BAD_REQUEST, {"code": -1127, "msg": str(exc)})
+
+    def _exchange_info(self) -> dict[str, Any]:
+        symbols = self.listed if self.listed is not None else {trade.symbol for trade in self.tape}
+        return {
+            "timezone": "UTC", "serverTime": self._clock_ms(), "rateLimits": [], "exchangeFilters": [],
+            "symbols": [
+                {
+                    "symbol": symbol, "pair": symbol, "contractType": "PERPETUAL", "status": "TRADING",
+                    "pricePrecision": 2, "quantityPrecision": 3,
+                    "filters": [
+                        {"filterType": "PRICE_FILTER", "minPrice": "0.10", "maxPrice": "4529764", "tickSize": "0.10"},
+                        {"filterType": "LOT_SIZE", "minQty": "0.001", "maxQty": "1000", "stepSize": "0.001"},
+                    ],
+                }
+                for symbol in sorted(symbols)
+            ],
+        }
 
     def _agg_trades(self, query: dict[str, str]) -> list[dict[str, Any]]:
         if "symbol" not in query:

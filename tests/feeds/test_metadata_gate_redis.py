@@ -1,0 +1,114 @@
+"""The Redis publisher's gate follows the feed's metadata gate, in a running feed runtime.
+
+A real Redis, the real stream composition, and the local fake Binance USD-M venue.
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import AsyncIterator
+
+import pytest
+from channels.db import database_sync_to_async
+from django.conf import settings as django_settings
+from redis.asyncio import Redis
+
+from feeds.redis_startup import redis_publisher_startup_tasks
+from feeds.redispub.envelope import Envelope, Source, decode
+from feeds.redispub.metadata import instrument_metadata_refresh
+from feeds.startup import feed_startup_tasks
+from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
+from tests.feeds.factories import make_feed
+from tests.helpers import async_eventually
+from tradingsite.runtime.core import Runtime
+
+pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
+
+SYMBOLS = ("BTCUSDT", "ETHUSDT")
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def redis(prefix: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(django_settings.REDIS_URL)
+    try:
+        yield client
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=500)]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+@pytest.fixture
+def fast(settings, prefix: str):  # type: ignore[no-untyped-def]
+    settings.FEED_HEARTBEAT_TIMEOUT_S = 0.5
+    settings.FEED_HEARTBEAT_CHECK_S = 0.05
+    settings.FEED_BACKOFF_INITIAL_S = 0.01
+    settings.FEED_BACKOFF_MAX_S = 0.05
+    settings.FEED_REST_TIMEOUT_S = 2
+    settings.RECORDER_ENABLED = False
+    settings.MARKET_DATA_PREFIX = prefix
+    settings.MARKET_DATA_HEARTBEAT_S = 0.05
+    settings.MARKET_DATA_METADATA_RETRY_S = 0.05
+    settings.MARKET_DATA_FALLBACK = False
+    settings.MARKET_DATA_KEYSPACE_NOTIFICATIONS = False
+    return settings
+
+
+def _key(prefix: str, symbol: str, channel: str) -> str:
+    return f"{prefix}:binance-usdm:perpetual:{symbol}:{channel}"
+
+
+async def _stored(redis: Redis, key: str) -> Envelope | None:
+    raw = await redis.get(key)
+    return decode(raw) if raw is not None else None
+
+
+async def test_prices_of_an_instrument_reach_redis_only_while_the_feed_gate_lets_it_through(  # type: ignore[no-untyped-def]
+    fast, redis: Redis, prefix: str,
+) -> None:
+    async with FakeBinanceUsdm(make_tape(2000, SYMBOLS)) as venue:
+        venue.listed = {"BTCUSDT"}
+        await database_sync_to_async(make_feed)(
+            "bin", SYMBOLS, venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
+        )
+        runtime = Runtime([*feed_startup_tasks(["bin"]), *redis_publisher_startup_tasks()])
+        task = asyncio.create_task(runtime.run())
+        try:
+            btc_meta = await async_eventually(lambda: _stored(redis, _key(prefix, "BTCUSDT", "metadata")))
+            assert btc_meta.data["tick_size"] == "0.1" and btc_meta.source == Source.REST.value
+
+            async def eth_blocked() -> Envelope | None:
+                health = await _stored(redis, _key(prefix, "ETHUSDT", "health"))
+                return health if health is not None and health.status == "BLOCKED" else None
+
+            health = await async_eventually(eth_blocked)
+            assert "not listed by binance-usdm" in health.status_reason
+            assert await redis.get(_key(prefix, "ETHUSDT", "metadata")) is None
+
+            # The venue lists it: its metadata is published, then its prices.
+            venue.listed = set(SYMBOLS)
+            eth_meta = await async_eventually(lambda: _stored(redis, _key(prefix, "ETHUSDT", "metadata")), timeout_s=10)
+            assert eth_meta.data["lot_size"] == "0.001"
+            await async_eventually(lambda: _any(venue.subscribed_streams() == {"btcusdt@aggTrade", "ethusdt@aggTrade"}))
+            venue.play(2000)
+            eth_trade = await async_eventually(lambda: _stored(redis, _key(prefix, "ETHUSDT", "trades")), timeout_s=10)
+            assert eth_trade.source == Source.WS.value
+
+            # The hourly refresh finds it unlisted again: the publisher holds it back again.
+            venue.listed = {"BTCUSDT"}
+            await database_sync_to_async(instrument_metadata_refresh)()
+            health = await async_eventually(eth_blocked, timeout_s=10)
+            assert "not listed by binance-usdm" in health.status_reason
+        finally:
+            runtime.request_stop()
+            assert await task == 0
+
+
+async def _any(value: object) -> bool:
+    return bool(value)
