@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('feeds', '0002_knownhole_streamcheckpoint_tick'),
+        ('feeds', '0003_gate_instrument_metadata_refreshed'),
     ]
 
     operations = [
