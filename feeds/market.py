@@ -22,6 +22,7 @@ SCALE = 10**SCALE_DIGITS
 # SQLITE_FIXED_MAX_ABS (see tradingsite.fixed_point_field).
 MAX_WHOLE_DIGITS = 18
 FIXED_MAX_ABS = 10 ** (MAX_WHOLE_DIGITS + SCALE_DIGITS) - 1
+MAX_FIXED = FIXED_MAX_ABS  # the same bound, under the name some parsers look up
 SQLITE_FIXED_MAX_ABS = 2**63 - 1
 _DIGITS = frozenset("0123456789")
 

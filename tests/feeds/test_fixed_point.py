@@ -7,6 +7,7 @@ from decimal import Decimal, localcontext
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
+import feeds.market as market
 from feeds.market import (
     FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_from_decimal, fixed_from_whole,
     fixed_to_decimal, fixed_to_str, parse_fixed,
@@ -17,6 +18,7 @@ def test_the_scale_is_twelve_places_and_the_range_is_eighteen_whole_digits() -> 
     assert SCALE_DIGITS >= 12 and SCALE == 10**SCALE_DIGITS
     assert fixed_to_str(FIXED_MAX_ABS) == "9" * MAX_WHOLE_DIGITS + "." + "9" * SCALE_DIGITS
     assert fixed_to_str(-FIXED_MAX_ABS) == "-" + fixed_to_str(FIXED_MAX_ABS)
+    assert market.MAX_FIXED == FIXED_MAX_ABS
 
 
 @pytest.mark.parametrize(
