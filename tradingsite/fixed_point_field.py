@@ -86,3 +86,24 @@ class FixedPointField(models.Field):
         from django import forms
 
         return super().formfield(**{"form_class": forms.IntegerField, **kwargs})
+
+
+SQLITE_DECIMAL_DIGITS = 15
+
+
+def stored_exactly(value: Decimal) -> None:
+    """Validate that a DecimalField value survives this database unrounded.
+
+    SQLite stores a decimal column as a REAL and reads back 15 significant digits; a
+    longer value (an account's capital or a trade quantity with 12 places) would come
+    back rounded, so there it is refused rather than saved.
+    """
+    from django.core.exceptions import ValidationError
+    from django.db import connection
+
+    digits = value.normalize().as_tuple().digits if value.is_finite() else ()
+    if connection.vendor == "sqlite" and len(digits) > SQLITE_DECIMAL_DIGITS:
+        raise ValidationError(
+            f"{value} has {len(digits)} significant digits; SQLite keeps {SQLITE_DECIMAL_DIGITS} "
+            "(use PostgreSQL for more)", code="sqlite_digits",
+        )

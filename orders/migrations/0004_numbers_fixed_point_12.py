@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='account',
             name='allocated_capital',
-            field=models.DecimalField(decimal_places=12, max_digits=30, validators=[django.core.validators.MinValueValidator(Decimal('0'))]),
+            field=models.DecimalField(decimal_places=12, max_digits=30, validators=[django.core.validators.MinValueValidator(Decimal('0')), tradingsite.fixed_point_field.stored_exactly]),
         ),
         migrations.AlterField(
             model_name='capitalledger',
@@ -177,7 +177,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='tradesetting',
             name='quantity',
-            field=models.DecimalField(decimal_places=12, max_digits=30, validators=[django.core.validators.MinValueValidator(Decimal('1E-12'))]),
+            field=models.DecimalField(decimal_places=12, max_digits=30, validators=[django.core.validators.MinValueValidator(Decimal('1E-12')), tradingsite.fixed_point_field.stored_exactly]),
         ),
         # Stored values were at 8 decimal places; the scale is now 12.
         rescale("orders", {

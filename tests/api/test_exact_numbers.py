@@ -121,3 +121,29 @@ def test_a_frame_beyond_the_range_is_a_parse_error_not_a_truncated_number() -> N
         with pytest.raises(ParseError) as refused:
             SIMULATED.parse(_frame(price, QUANTITY, 2), time.time_ns())
         assert refused.value.reason == "number"
+
+
+def test_a_capital_or_quantity_the_database_would_round_is_refused_by_validation() -> None:
+    from django.core.exceptions import ValidationError
+    from django.db import connection
+
+    from orders.models import Account
+
+    setup = make_setup()
+    account = Account(owner=setup.account.owner, name="wide", broker="paper",
+                      allocated_capital=Decimal("1000000.000000000001"))  # 19 significant digits
+    setting = setup.setting
+    setting.quantity = Decimal("1234.000000000001")
+    if connection.vendor == "sqlite":  # a decimal column there keeps 15 significant digits
+        with pytest.raises(ValidationError, match="SQLite keeps 15"):
+            account.full_clean()
+        with pytest.raises(ValidationError, match="SQLite keeps 15"):
+            setting.full_clean()
+    else:
+        account.full_clean()
+        setting.full_clean()
+        account.save()
+        setting.save()
+        assert Account.objects.get(pk=account.pk).allocated_capital == Decimal("1000000.000000000001")
+        setting.refresh_from_db()
+        assert setting.quantity == Decimal("1234.000000000001")
