@@ -17,6 +17,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from feeds.market import parse_fixed
 from feeds.models import Feed, Instrument, Tick
 from feeds.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
 from feeds.startup import feed_startup_tasks
@@ -176,7 +177,7 @@ async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribe
             await async_eventually(lambda: _count_above(_ticks_of, "ETHUSDT", 0), timeout_s=10)
             assert _gate_health(runtime).status is Status.HEALTHY
             [plan] = await database_sync_to_async(_plans)("ETHUSDT")
-            assert plan.metadata_missing is None and plan.lot_size == 100_000  # 0.001 at 10**8
+            assert plan.metadata_missing is None and plan.lot_size == parse_fixed("0.001")
 
 
 async def test_the_hourly_refresh_holds_an_instrument_the_venue_stops_listing(fast_gate) -> None:  # type: ignore[no-untyped-def]
