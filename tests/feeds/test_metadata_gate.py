@@ -25,6 +25,7 @@ from orders.plans import TradePlan, plans_for_signal
 from processor.signals import SignalKind
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
+from tests.feeds.stream_harness import fast_runtime_streams
 from tests.helpers import async_eventually
 from tests.orders.factories import make_instrument, make_setup, make_signal
 from tradingsite.health import Health, Status
@@ -37,14 +38,8 @@ SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
 @pytest.fixture
 def fast_gate(settings):  # type: ignore[no-untyped-def]
-    settings.FEED_HEARTBEAT_TIMEOUT_S = 0.5
-    settings.FEED_HEARTBEAT_CHECK_S = 0.05
-    settings.FEED_BACKOFF_INITIAL_S = 0.01
-    settings.FEED_BACKOFF_MAX_S = 0.05
-    settings.FEED_WS_PING_INTERVAL_S = 0.5
-    settings.FEED_WS_PING_TIMEOUT_S = 0.5
+    fast_runtime_streams(settings)
     settings.FEED_REST_TIMEOUT_S = 2
-    settings.RECORDER_FLUSH_INTERVAL_S = 0.02
     settings.MARKET_DATA_METADATA_RETRY_S = 0.05
     settings.REDIS_URL = ""  # the refresh job's Redis publishing is tested with the publisher
     return settings

@@ -5,12 +5,9 @@ A real Redis, the real stream composition, and the local fake Binance USD-M venu
 from __future__ import annotations
 
 import asyncio
-import uuid
-from typing import AsyncIterator
 
 import pytest
 from channels.db import database_sync_to_async
-from django.conf import settings as django_settings
 from redis.asyncio import Redis
 
 from feeds.redis_startup import redis_publisher_startup_tasks
@@ -25,23 +22,6 @@ from tradingsite.runtime.core import Runtime
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-async def redis(prefix: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(django_settings.REDIS_URL)
-    try:
-        yield client
-    finally:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=500)]
-        if keys:
-            await client.delete(*keys)
-        await client.aclose()
 
 
 @pytest.fixture
