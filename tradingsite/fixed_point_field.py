@@ -26,8 +26,12 @@ from feeds.market import FIXED_MAX_ABS, SQLITE_FIXED_MAX_ABS, FixedPointError, f
 POSTGRES_TYPE = "numeric(38,0)"
 
 
-class FixedPointRangeError(FixedPointError):
-    """A fixed-point value the database's column cannot hold exactly."""
+class FixedPointRangeError(FixedPointError, OverflowError):
+    """A fixed-point value the database's column cannot hold exactly.
+
+    Also an OverflowError: writers that refuse a row name it `out_of_range`, the same
+    as a value the database itself finds too large.
+    """
 
 
 def max_abs_for(connection: BaseDatabaseWrapper) -> int:

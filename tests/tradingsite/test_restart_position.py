@@ -112,8 +112,9 @@ def test_after_sigkill_the_restarted_strategy_exits_the_position_it_opened_befor
         eventually(closed, timeout_s=120, interval_s=0.2)
         # The restarted strategy knew it held the position: its first signal is that exit,
         # not an entry on top of it (which the orders side would refuse as already open).
-        signals = db.signals_after(strategy_id, last_signal)
-        assert signals and signals[0][1] == EXIT_OF[side], signals
+        # Signals are stored in batches, so the exit can fill before its signal row lands.
+        signals = eventually(lambda: db.signals_after(strategy_id, last_signal), timeout_s=30, interval_s=0.1)
+        assert signals[0][1] == EXIT_OF[side], signals
         [(exit_status, exit_quantity)] = db.rows(
             "SELECT status, filled_quantity FROM orders_order WHERE position_id = ? AND intent = 'EXIT'", position_id
         )
