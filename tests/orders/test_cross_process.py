@@ -197,6 +197,8 @@ def test_concurrent_entries_never_over_allocate_and_the_journal_adds_up() -> Non
         thread.join()
     ledger = CapitalLedger.objects.get(account_id=setup.account.pk)
     assert ledger.reserved_for_orders == len(accepted) * amount <= ledger.allocated_capital
-    assert len(accepted) == 14 and refused  # capital ran out and the rest were refused
+    # Capital ran out and the rest were refused. Fewer than 14 may stay accepted: an
+    # abandon that returns capital after every other thread is done leaves it unused.
+    assert len(accepted) <= 14 and refused
     report = ledger_check(account_id=setup.account.pk)
     assert report.ok, report.problems
