@@ -2,9 +2,10 @@
 
 Channels' `database_sync_to_async` runs every call on one shared thread, which makes
 the trade path of all accounts one queue. On PostgreSQL the orders hot path runs in
-its own thread pool instead (each thread with its own connection), so entries of
-different accounts overlap; SQLite keeps the single thread, since it has one writer
-anyway.
+the event loop's default thread pool instead (each thread with its own connection),
+so entries of different accounts overlap; SQLite keeps the single thread, since it has
+one writer anyway. The pool's size is the loop's (the runtime that owns the loop sets
+it); its threads and their connections end with the loop.
 
 Around every call a connection is closed when it saw an error, is in a wrong
 autocommit state or outlived CONN_MAX_AGE, as Django does between requests. Django
@@ -21,10 +22,8 @@ back to it instead of holding the database thread.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, Callable
 
@@ -34,24 +33,11 @@ from django.db import connection, connections
 
 # A connection unused for longer than this is health-checked before its next call.
 HEALTH_CHECK_IDLE_S = 5.0
-# Threads (and so PostgreSQL connections) of the orders pool; entries of different
-# accounts overlap up to this many database calls at once.
-DB_THREADS = int(os.environ.get("ORDERS_DB_THREADS", "16"))
 
 # The event loop a database call was made from (None outside one).
 CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar("orders_caller_loop", default=None)
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _last_used = threading.local()
-
-
-def _orders_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=DB_THREADS, thread_name_prefix="orders-db")
-        return _pool
 
 
 def _before_call() -> None:
@@ -74,10 +60,10 @@ def _after_call() -> None:
 
 
 class _OrdersDbCall(SyncToAsync):
-    """SyncToAsync on the orders pool, with the connection hygiene described above."""
+    """SyncToAsync on the loop's thread pool, with the connection hygiene described above."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__(fn, thread_sensitive=False, executor=_orders_pool())
+        super().__init__(fn, thread_sensitive=False)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         token = CALLER_LOOP.set(asyncio.get_running_loop())
