@@ -97,8 +97,10 @@ def _outcome_upsert(key: str, account_id: int | None, values: dict[str, Any]) ->
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row_id, created_at = cursor.fetchone()
-    if isinstance(created_at, str):  # SQLite: naive UTC text
-        created_at = datetime.fromisoformat(created_at).replace(tzinfo=dt_timezone.utc)
+    if isinstance(created_at, str):
+        created_at = datetime.fromisoformat(created_at)
+    if timezone.is_naive(created_at):  # SQLite stores UTC without its offset
+        created_at = created_at.replace(tzinfo=dt_timezone.utc)
     return SignalOutcome(id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values)
 
 
