@@ -58,9 +58,7 @@ def _take(account_id: int, scope: str, owner: str, current: datetime, expires: d
     """
     ops = connection.ops
     table = ops.quote_name(EntryLock._meta.db_table)
-    at, until = (current, expires) if connection.vendor == "postgresql" else (
-        ops.adapt_datetimefield_value(current), ops.adapt_datetimefield_value(expires)
-    )
+    at, until = ops.adapt_datetimefield_value(current), ops.adapt_datetimefield_value(expires)
     sql = (
         f"INSERT INTO {table} (account_id, scope, owner, expires_at, acquired_at) VALUES (%s, %s, %s, %s, %s) "
         f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, "
@@ -75,8 +73,12 @@ def _take(account_id: int, scope: str, owner: str, current: datetime, expires: d
 
 def lock_release(*, account_id: int, scope: str, owner: str) -> bool:
     """Give the lease back if `owner` still holds it; return whether it did."""
-    return bool(
-        EntryLock.objects.filter(account_id=account_id, scope=scope, owner=owner).update(
-            owner="", expires_at=timezone.now()
-        )
+    ops = connection.ops
+    released = timezone.now()
+    sql = (
+        f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s "
+        f"WHERE account_id = %s AND scope = %s AND owner = %s"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [ops.adapt_datetimefield_value(released), account_id, scope, owner])
+        return cursor.rowcount > 0

@@ -83,7 +83,7 @@ def _outcome_upsert(key: str, account_id: int | None, values: dict[str, Any]) ->
     now = timezone.now()
     table = connection.ops.quote_name(SignalOutcome._meta.db_table)
     names = ["signal_key", "account_id", *values, "created_at", "updated_at"]
-    stored = now if connection.vendor == "postgresql" else connection.ops.adapt_datetimefield_value(now)
+    stored = connection.ops.adapt_datetimefield_value(now)
     params = [key, account_id, *values.values(), stored, stored]
     if account_id is None:
         target = "(signal_key) WHERE account_id IS NULL"
