@@ -41,22 +41,24 @@ _last_used = threading.local()
 
 
 def _before_call() -> None:
-    now = time.monotonic()
-    idle = now - getattr(_last_used, "at", 0.0) > HEALTH_CHECK_IDLE_S
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None:
-            continue
-        checked = conn.health_check_done
-        conn.close_if_unusable_or_obsolete()  # errors, autocommit left wrong, max age
-        if conn.connection is not None and checked and not idle and not conn.errors_occurred:
-            conn.health_check_done = True  # used successfully a moment ago: no SELECT 1
+    idle = time.monotonic() - getattr(_last_used, "at", 0.0) > HEALTH_CHECK_IDLE_S
+    _cleanup(keep_health_check=not idle)
 
 
 def _after_call() -> None:
     _last_used.at = time.monotonic()
+    _cleanup(keep_health_check=True)
+
+
+def _cleanup(*, keep_health_check: bool) -> None:
+    """Django's cleanup between requests (close on errors, wrong autocommit, max age), minus the SELECT 1 it implies."""
     for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and (conn.errors_occurred or conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]):
-            conn.close_if_unusable_or_obsolete()
+        if conn.connection is None:
+            continue
+        checked = conn.health_check_done
+        conn.close_if_unusable_or_obsolete()
+        if keep_health_check and checked and conn.connection is not None and not conn.errors_occurred:
+            conn.health_check_done = True  # used successfully a moment ago: no SELECT 1
 
 
 class _OrdersDbCall(SyncToAsync):
