@@ -11,7 +11,7 @@ from feeds.market import fixed_to_str
 
 @extend_schema_field({"type": "string", "format": "decimal", "example": "64000.5"})
 class FixedPointField(serializers.Field):
-    """A fixed-point integer (value x 10**8) sent as an exact decimal string; None stays null."""
+    """A fixed-point integer (value x feeds.market.SCALE) sent as an exact decimal string; None stays null."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["read_only"] = True

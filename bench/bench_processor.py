@@ -38,6 +38,8 @@ from feeds.market import SCALE, FeedData, MarketData  # noqa: E402
 from processor.processor import Processor  # noqa: E402
 from processor.routing import StrategySpec  # noqa: E402
 
+SCALE_FLOAT = float(SCALE)  # the EMA's price conversion (processor.strategies.ema)
+
 EMA = {"timeframe_s": 5, "fast": 12, "slow": 26, "long_only": False}
 BATCH = 256
 FEED = "bench"
@@ -150,7 +152,7 @@ def bare_ema(ticks: list[MarketData], timeframe_s: int, fast_n: int, slow_n: int
                     cf = cs = close
                 closed += 1
             end = ts - ts % timeframe + timeframe
-        close = p = tick.price / SCALE
+        close = p = float(tick.price) / SCALE_FLOAT  # as processor.strategies.ema does
         fast = af * p + (1 - af) * cf if closed else p
         slow = as_ * p + (1 - as_) * cs if closed else p
         if closed >= slow_n:

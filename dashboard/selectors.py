@@ -132,15 +132,6 @@ def signal_outcomes_attach(user: User, signals: Iterable[StrategySignal]) -> lis
     return signals
 
 
-def signal_outcomes_for_user(user: User) -> QuerySet[SignalOutcome]:
-    """Outcomes on the user's accounts, and unrouted ones of strategies the user sees (the admin's scope)."""
-    if not user.is_authenticated:
-        return SignalOutcome.objects.none()
-    return SignalOutcome.objects.filter(
-        Q(account__owner_id=user.pk) | Q(account__isnull=True, strategy_id__in=visible_strategy_ids(user_id=user.pk))
-    )
-
-
 def kill_switches_for_user(user: User) -> dict[str, KillSwitch]:
     """The global switch and the user's account switches that exist, by scope."""
     if not user.is_authenticated:

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import msgspec
 
-from feeds.copy_worker import CONNINFO_ENV, SKIPPED, frame
+from feeds.copy_worker import CONNINFO_ENV, SKIPPED, frame, wide_int
 from feeds.tick_refusals import Refusal
 from feeds.tick_writer import CheckpointRow, TickRow, WriteSkipped
 
@@ -59,9 +59,17 @@ class CopyProcessWriter:
         self._next_id += 1
         future: asyncio.Future[Sequence[Refusal] | None] = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
-        self._outgoing.append(frame(self._encode(["batch", self._next_id, rows, [_checkpoint(c) for c in checkpoints]])))
+        self._outgoing.append(frame(self._encode_batch(["batch", self._next_id, rows, [_checkpoint(c) for c in checkpoints]])))
         self._kick()
         return future
+
+    def _encode_batch(self, message: list[Any]) -> bytes:
+        try:
+            return self._encode(message)
+        except OverflowError:
+            # A value beyond 64 bits (rare: a price or volume past 9.2e6 whole units):
+            # only this batch pays for the walk that wraps the wide ints.
+            return self._encode(_widen(message))
 
     def reset(self) -> None:
         """After a failure has been handled: the worker accepts batches again."""
@@ -170,6 +178,14 @@ class CopyProcessWriter:
         for future in waiting.values():
             if not future.done():
                 future.set_exception(WriterProcessError(reason))
+
+
+def _widen(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_widen(item) for item in value]
+    if type(value) is int and not -(2**63) <= value < 2**63:
+        return wide_int(value)
+    return value
 
 
 def _checkpoint(c: CheckpointRow) -> tuple[Any, ...]:

@@ -31,6 +31,9 @@ import psycopg
 from feeds.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
 
 CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
+# msgpack integers stop at 64 bits; a fixed-point price or volume may be wider (up to
+# feeds.market.FIXED_MAX_ABS), so such an int travels as this extension: its digits.
+WIDE_INT_EXT = 1
 SKIPPED = "skipped: an earlier batch failed"
 # How the worker's session shows in pg_stat_activity.
 APPLICATION_NAME = "tradingsite-tick-writer"
@@ -54,6 +57,17 @@ def read_frame(stream: BinaryIO, decode: Any) -> Any | None:
 
 def frame(body: bytes) -> bytes:
     return _LENGTH.pack(len(body)) + body
+
+
+def wide_int(value: int) -> msgspec.msgpack.Ext:
+    """Return an int too wide for msgpack as the WIDE_INT_EXT extension."""
+    return msgspec.msgpack.Ext(WIDE_INT_EXT, str(value).encode("ascii"))
+
+
+def decode_ext(code: int, data: memoryview) -> Any:
+    if code == WIDE_INT_EXT:
+        return int(bytes(data))
+    raise ValueError(f"unknown msgpack extension {code}")
 
 
 class _Worker:
@@ -103,7 +117,7 @@ def main() -> int:
     # (the parent closing it, or dying).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    decode = msgspec.msgpack.Decoder().decode
+    decode = msgspec.msgpack.Decoder(ext_hook=decode_ext).decode
     encode = msgspec.msgpack.Encoder().encode
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     hello = read_frame(source, decode)

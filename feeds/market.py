@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
-from decimal import Decimal
+from decimal import Context, Decimal, Inexact, InvalidOperation, Overflow
 from enum import StrEnum
 
-SCALE_DIGITS = 8
+SCALE_DIGITS = 12
 SCALE = 10**SCALE_DIGITS
+# The documented range of every fixed-point value: at most MAX_WHOLE_DIGITS digits before
+# the point, i.e. |value| <= 999,999,999,999,999,999.999999999999. Every parser conversion
+# refuses a number outside it (FixedPointError: a malformed frame), so nothing accepted
+# can overflow later. 18 whole digits hold a BTC_JPY price, a meme token's day volume and
+# any account's capital; 30 digits leave 8 of PostgreSQL's numeric(38,0) for notionals
+# and sums. SQLite stores a signed 64-bit integer, so there a column holds the narrower
+# SQLITE_FIXED_MAX_ABS (see tradingsite.fixed_point_field).
+MAX_WHOLE_DIGITS = 18
+FIXED_MAX_ABS = 10 ** (MAX_WHOLE_DIGITS + SCALE_DIGITS) - 1
+SQLITE_FIXED_MAX_ABS = 2**63 - 1
 _DIGITS = frozenset("0123456789")
 
 
 class FixedPointError(ValueError):
-    """A decimal string that is not a number or needs more than SCALE_DIGITS places."""
+    """A decimal string that is not a number, needs more than SCALE_DIGITS places or is
+    outside the documented range (|value| <= FIXED_MAX_ABS)."""
 
 
 def parse_fixed(text: str) -> int:
@@ -26,30 +37,62 @@ def parse_fixed(text: str) -> int:
     body = text[1:] if negative or text.startswith("+") else text
     whole, dot, frac = body.partition(".")
     if not whole and not frac or not _DIGITS.issuperset(whole) or not _DIGITS.issuperset(frac):
-        raise FixedPointError(f"not a plain decimal number: {text!r}")
+        raise FixedPointError(f"not a plain decimal number: {text[:40]!r}")
+    whole = whole.lstrip("0")
+    if len(whole) > MAX_WHOLE_DIGITS:
+        # Checked on the digits, before int(): a 5000-digit string is refused without
+        # building the integer.
+        raise FixedPointError(f"out of range (more than {MAX_WHOLE_DIGITS} whole digits): {text[:40]!r}")
     if len(frac) > SCALE_DIGITS:
         if frac[SCALE_DIGITS:].strip("0"):
-            raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {text!r}")
+            raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {text[:40]!r}")
         frac = frac[:SCALE_DIGITS]
     value = int(whole or "0") * SCALE + int(frac.ljust(SCALE_DIGITS, "0") or "0")
     return -value if negative else value
 
 
+def checked_fixed(value: int) -> int:
+    """Return a fixed-point integer, refusing one outside the documented range."""
+    if not -FIXED_MAX_ABS <= value <= FIXED_MAX_ABS:
+        raise FixedPointError(f"out of range (|value| > FIXED_MAX_ABS): {str(value)[:40]}")
+    return value
+
+
+def fixed_from_whole(units: int) -> int:
+    """Return a whole number of units (a venue's integer quantity) as checked fixed point."""
+    return checked_fixed(units * SCALE)
+
+
+# Wide enough for any in-range value times SCALE (30 digits) and trapping Inexact: the
+# default context keeps 28 significant digits and would round a 30-digit value silently.
+_EXACT = Context(prec=MAX_WHOLE_DIGITS + SCALE_DIGITS + 8, traps=[Inexact, InvalidOperation, Overflow])
+
+
 def fixed_from_decimal(value: Decimal) -> int:
-    """Return a Decimal as a fixed-point integer, refusing values that would be rounded."""
-    scaled = value.scaleb(SCALE_DIGITS)
-    if scaled != scaled.to_integral_value():
-        raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {value}")
-    return int(scaled)
+    """Return a Decimal as a fixed-point integer, refusing values that would be rounded
+    or that are outside the documented range."""
+    if not value.is_finite():
+        raise FixedPointError(f"not a finite number: {str(value)[:40]}")
+    if value and value.adjusted() >= MAX_WHOLE_DIGITS:
+        raise FixedPointError(f"out of range (more than {MAX_WHOLE_DIGITS} whole digits): {str(value)[:40]}")
+    try:
+        scaled = value.scaleb(SCALE_DIGITS, _EXACT)
+    except ArithmeticError:  # Inexact: digits beyond what the context holds, all past the 12th place
+        raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {str(value)[:40]}") from None
+    integral = int(scaled)
+    if integral != scaled:
+        raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {str(value)[:40]}")
+    return integral
 
 
 def fixed_to_decimal(value: int) -> Decimal:
-    """Return a fixed-point integer as a Decimal with no trailing zeros."""
-    return (Decimal(value).scaleb(-SCALE_DIGITS)).normalize() if value else Decimal(0)
+    """Return a fixed-point integer as a Decimal with no trailing zeros (exact: built from
+    its decimal string, so no context precision applies)."""
+    return Decimal(fixed_to_str(value))
 
 
 def fixed_to_str(value: int) -> str:
-    """Return a fixed-point integer as a plain decimal string ("0.5", "101", "-0.00000001")."""
+    """Return a fixed-point integer as a plain decimal string ("0.5", "101", "-0.000000000001")."""
     sign = "-" if value < 0 else ""
     whole, frac = divmod(abs(value), SCALE)
     frac_text = str(frac).rjust(SCALE_DIGITS, "0").rstrip("0")

@@ -7,9 +7,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
-from feeds.venues import get_venue, venue_choices
 
-_positive = MinValueValidator(Decimal("0.00000001"))
+from feeds.venues import get_venue, venue_choices
+from tradingsite.fixed_point_field import FixedPointField
+
+_positive = MinValueValidator(Decimal("0.000000000001"))  # one unit at feeds.market.SCALE
 
 
 class MarketType(models.TextChoices):
@@ -114,16 +116,16 @@ class Subscription(models.Model):
 class Tick(models.Model):
     """One recorded trade print, written by the recorder (COPY on PostgreSQL).
 
-    Numbers are fixed-point integers at feeds.market.SCALE (price and volume times
-    10**8): SQLite keeps only 15 significant digits of a DecimalField, and COPY of
-    integers is the fastest path on PostgreSQL. Times are integer UTC nanoseconds.
+    Numbers are fixed-point integers at feeds.market.SCALE (tradingsite.fixed_point_field:
+    numeric(38,0) on PostgreSQL, a 64-bit integer on SQLite, which keeps only 15
+    significant digits of a DecimalField). Times are integer UTC nanoseconds.
     """
 
     instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="ticks")
     ts_event = models.BigIntegerField(help_text="Exchange time of the trade, UTC ns.")
     ts_recv = models.BigIntegerField(help_text="When this process received it, UTC ns.")
-    price = models.BigIntegerField(help_text="Price times 10**8.")
-    volume = models.BigIntegerField(help_text="This trade's quantity times 10**8.")
+    price = FixedPointField(help_text="Price, fixed point.")
+    volume = FixedPointField(help_text="This trade's quantity, fixed point.")
     duration_since_last_ns = models.BigIntegerField(
         null=True, blank=True, help_text="Exchange time since the previous trade of the instrument, ns."
     )
@@ -149,8 +151,8 @@ class StreamCheckpoint(models.Model):
     venue_symbol = models.CharField(max_length=120)
     trade_id = models.CharField(max_length=64, blank=True)
     ts_event = models.BigIntegerField(help_text="Exchange time of the trade, UTC ns.")
-    price = models.BigIntegerField()
-    volume = models.BigIntegerField()
+    price = FixedPointField()
+    volume = FixedPointField()
     side = models.CharField(max_length=4, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -34,6 +34,8 @@ def refusal_reason(exc: Exception) -> str:
     # psycopg names the SQLSTATE (NumericValueOutOfRange, CharacterNotInRepertoire,
     # StringDataRightTruncation, ForeignKeyViolation); Django's wrapper keeps the cause.
     cause = exc.__cause__ if type(exc).__module__.startswith("django") and exc.__cause__ else exc
+    if type(cause).__name__ == "NumericValueOutOfRange":
+        return "out_of_range"  # the same refusal as a value Python finds too wide
     return f"database:{type(cause).__name__}"
 
 

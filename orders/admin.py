@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
+from orders.selectors import signal_outcomes_for_user
 
 
 @admin.register(Account)
@@ -118,6 +119,4 @@ class SignalOutcomeAdmin(OwnedByAccountAdmin):
         queryset = admin.ModelAdmin.get_queryset(self, request)
         if request.user.is_superuser:
             return queryset
-        from dashboard.selectors import signal_outcomes_for_user
-
         return queryset.filter(pk__in=signal_outcomes_for_user(request.user).values("pk"))

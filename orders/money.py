@@ -44,7 +44,7 @@ def round_to_step(value: int, step: int, *, up: bool = False) -> int:
 
 
 def to_fixed(value: Decimal) -> int:
-    """Return an exact Decimal (at most 8 places) as fixed point."""
+    """Return an exact Decimal (at most SCALE_DIGITS places, inside FIXED_MAX_ABS) as fixed point."""
     return fixed_from_decimal(value)
 
 

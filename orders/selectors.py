@@ -9,9 +9,9 @@ from typing import TypeAlias
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position
+from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
 
 AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
 
@@ -54,3 +54,13 @@ def audit_events_for_user(user: AnyUser) -> QuerySet[AuditEvent]:
 def order_for_user(user: AnyUser, order_id: int) -> Order:
     """Return one of the user's orders; Order.DoesNotExist (a 404) for anyone else's."""
     return orders_for_user(user).get(pk=order_id)
+
+
+def signal_outcomes_for_user(user: AnyUser) -> QuerySet[SignalOutcome]:
+    """Outcomes on the user's accounts, and unrouted ones (no account) of strategies trading on them."""
+    if not user.is_authenticated:
+        return SignalOutcome.objects.none()
+    traded_strategies = TradeSetting.objects.filter(account__owner_id=user.pk).values("strategy_id")
+    return SignalOutcome.objects.filter(
+        Q(account__owner_id=user.pk) | Q(account__isnull=True, strategy_id__in=traded_strategies)
+    )

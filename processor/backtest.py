@@ -2,8 +2,8 @@
 
 A replay of FeedData batches goes through `Processor.consume`, exactly as the feed
 fan-out delivers live batches; the strategy sees the same code path it runs live.
-The writer turns outputs and signals into JSON lines, each signal right after the
-output line of the tick that caused it.
+The writer turns outputs and signals into JSON lines in exchange-time order, each
+signal right after the output line of the tick that caused it.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import orjson
 
 from feeds.market import FeedData, fixed_to_str
 from processor.history import NoHistory
-from processor.outputs import OutputBatch, StrategyOutput
+from processor.outputs import OutputBatch, OutputRow, StrategyOutput
 from processor.processor import Processor
 from processor.routing import Degraded, StrategySpec
 from processor.signals import Signal
@@ -43,7 +43,16 @@ class BacktestSummary:
 
 
 class JsonLinesWriter:
-    """A StrategyEventSink that writes backtest JSON lines through `write` in blocks."""
+    """A StrategyEventSink that writes backtest JSON lines through `write` in blocks.
+
+    The live processor folds a feed batch symbol by symbol, so within one replayed
+    batch the lines of several symbols arrive grouped by symbol, not by time. The
+    writer collects a replayed batch's lines (`end_batch` closes it, once every tick of
+    it has been folded) and orders them by exchange time, stably: each signal stays
+    right after the output line of the tick that caused it, and ties keep arrival order.
+    Blocks are written only at batch ends, so a block boundary never reorders or loses
+    a line. One symbol's lines already arrive in time order and are not sorted.
+    """
 
     def __init__(self, write: Callable[[str], None], *, kind: str, signals_only: bool = False,
                  block_lines: int = 4096) -> None:
@@ -52,9 +61,15 @@ class JsonLinesWriter:
         self._signals_only = signals_only
         self._block_lines = block_lines
         self._lines: list[str] = []
-        # Rows of the latest batch not written yet: written up to each signal, then the rest.
+        # Rows of the latest output batch not written yet: written up to each signal, then the rest.
         self._pending: OutputBatch | None = None
         self._pending_from = 0
+        # The open replay batch: where its lines start, what each run of lines came from
+        # (output rows, or one signal's time) and whether more than one symbol wrote.
+        self._batch_start = 0
+        self._runs: list[Sequence[OutputRow] | int] = []
+        self._symbol: str | None = None
+        self._mixed = False
         self.outputs_seen = 0
         self.signals_seen = 0
 
@@ -62,16 +77,18 @@ class JsonLinesWriter:
         self.outputs_seen += len(batch.rows)
         if self._signals_only:
             return
-        self._write_pending(None)
+        self._append_pending(None)
         self._pending = batch
         self._pending_from = 0
 
     def signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
         self.signals_seen += len(signals)
         lines = self._lines
-        for signal, output in zip(signals, outputs):
+        for signal, output in zip(signals, outputs, strict=True):
             if not self._signals_only:
-                self._write_pending(output.output_id)
+                self._append_pending(output.output_id)
+            self._saw(signal.symbol)
+            self._runs.append(signal.occurrence_ns)
             lines.append(orjson.dumps({
                 "type": "signal",
                 "symbol": signal.symbol,
@@ -79,39 +96,74 @@ class JsonLinesWriter:
                 "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
                 "price": fixed_to_str(signal.price),
             }).decode())
-        if len(lines) >= self._block_lines:
-            self.flush()
 
-    def _write_pending(self, through_output_id: str | None) -> None:
-        """Write pending rows, through the row of `through_output_id` (all when None)."""
+    def end_batch(self) -> None:
+        """Close the replayed batch (all of it folded): order its lines by time, write full blocks."""
+        self._append_pending(None)
+        if self._mixed:
+            self._sort_batch()
+        self._runs = []
+        self._symbol = None
+        self._mixed = False
+        if len(self._lines) >= self._block_lines:
+            self._write_lines()
+        self._batch_start = len(self._lines)
+
+    def _saw(self, symbol: str) -> None:
+        if self._symbol is None:
+            self._symbol = symbol
+        elif symbol != self._symbol:
+            self._mixed = True
+
+    def _sort_batch(self) -> None:
+        lines = self._lines
+        keys: list[int] = []  # each line's exchange time, in line order
+        for run in self._runs:
+            if isinstance(run, int):
+                keys.append(run)
+            else:
+                keys.extend(row[1] for row in run)
+        start = self._batch_start
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties keep arrival order
+        lines[start:] = [lines[start + i] for i in order]
+
+    def _append_pending(self, through_output_id: str | None) -> None:
+        """Append pending rows, through the row of `through_output_id` (all when None)."""
         batch = self._pending
         if batch is None:
             return
         end = len(batch.rows)
         if through_output_id is not None:
             end = int(through_output_id.rsplit(":", 1)[1]) - batch.first_seq + 1
-        encode = self._encode_values
-        symbol = batch.symbol
-        lines = self._lines
-        for row in batch.rows[self._pending_from:end]:
-            lines.append(orjson.dumps({
-                "type": "output",
-                "symbol": symbol,
-                "time_ms": row[0] // _NS_PER_MS,
-                "occurrence_time_ms": row[1] // _NS_PER_MS,
-                "values": encode(row),
-            }).decode())
+        rows = batch.rows[self._pending_from:end]
+        if rows:
+            encode = self._encode_values
+            symbol = batch.symbol
+            lines = self._lines
+            self._saw(symbol)
+            self._runs.append(rows)
+            for row in rows:
+                lines.append(orjson.dumps({
+                    "type": "output",
+                    "symbol": symbol,
+                    "time_ms": row[0] // _NS_PER_MS,
+                    "occurrence_time_ms": row[1] // _NS_PER_MS,
+                    "values": encode(row),
+                }).decode())
         self._pending_from = end
         if end >= len(batch.rows):
             self._pending = None
-        if len(lines) >= self._block_lines:
-            self.flush()
 
-    def flush(self) -> None:
-        self._write_pending(None)
+    def _write_lines(self) -> None:
         if self._lines:
             self._write("\n".join(self._lines) + "\n")
             self._lines = []
+        self._batch_start = 0
+
+    def flush(self) -> None:
+        """Write everything, the pending rows of the latest batch included."""
+        self.end_batch()
+        self._write_lines()
 
 
 async def run_backtest(
@@ -137,6 +189,9 @@ async def run_backtest(
             await processor.settled()
         ticks += len(batch.events)
         await processor.consume(batch)
+        # Every tick of the batch folded before the writer orders its lines.
+        await processor.drained()
+        writer.end_batch()
 
     try:
         if isinstance(batches, AsyncIterable):

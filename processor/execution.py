@@ -5,11 +5,17 @@ Constructed stopped. Its subscriber (the executor's bridge) attaches first, then
 instrument mailbox and emitting one output per accepted tick and the signals the
 strategy derives. Nothing is emitted before a subscriber is attached.
 
-Backfill is the only await an execution has: while it runs, live ticks wait in the
-bounded instrument mailbox. Once live, the executor calls `pump()` right after
-delivering, which folds everything queued synchronously; a task wake-up per
-instrument per batch would cost more than folding the tick itself, and folding is
-CPU work that would hold the event loop in a task just the same.
+Before going live it adopts the position its strategy already holds on the
+instrument: the one handed over by the route it replaces (a parameter change), or
+else what the injected lookup says the ledger holds (a restart). A strategy that came
+up flat while its accounts hold a position would find nothing to close at its next
+exit and have its next entry refused.
+
+Backfill and that lookup are the only awaits an execution has: while they run, live
+ticks wait in the bounded instrument mailbox. Once live, the executor calls `pump()`
+right after delivering, which folds everything queued synchronously; a task wake-up
+per instrument per batch would cost more than folding the tick itself, and folding
+is CPU work that would hold the event loop in a task just the same.
 """
 from __future__ import annotations
 
@@ -21,11 +27,12 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from feeds.market import MarketData
+from processor.held import HeldPositionLookup, nothing_held
 from processor.history import HistoricalTickProvider
 from processor.mailbox import Mailbox
 from processor.outputs import OutputBatch, StrategyOutput, output_id
 from processor.routing import InstrumentKey, StrategySpec
-from processor.signals import Signal
+from processor.signals import Position, Signal
 from processor.strategies.base import SignalRow, StrategyLogic
 
 log = logging.getLogger(__name__)
@@ -43,7 +50,8 @@ class StrategyExecution:
     def __init__(
         self, *, spec: StrategySpec, instrument: InstrumentKey, logic: StrategyLogic,
         mailbox: Mailbox[Sequence[MarketData]], history: HistoricalTickProvider, backfill_window_ns: int,
-        clock_ns: Callable[[], int] = time.time_ns,
+        clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
+        handed_over: Position | None = None,
     ) -> None:
         self.spec = spec
         self.instrument = instrument
@@ -52,10 +60,15 @@ class StrategyExecution:
         self._history = history
         self._backfill_window_ns = backfill_window_ns
         self._clock_ns = clock_ns
+        self._held_position = held_position
+        # The position this execution resumes: taken over from the execution it replaces
+        # (which wins over the ledger), or looked up before backfill. None while unknown.
+        self._resuming: Position | None = handed_over
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
         self.live = False  # backfilled, folding what the executor delivers
+        self._went_live = False
         self._failed = False
         self._next_seq = 0
         self.backfilled_ticks = 0
@@ -70,7 +83,17 @@ class StrategyExecution:
 
     @property
     def has_open_position(self) -> bool:
-        return self.logic.has_open_position
+        # A resumed position is held while warming up, before the logic adopts it: removing
+        # or degrading the route then must treat it as open.
+        resuming = self._resuming
+        return self.logic.has_open_position or (resuming is not None and resuming != Position.FLAT)
+
+    @property
+    def known_position(self) -> Position | None:
+        """The position this execution manages; None while it is still asking the ledger."""
+        if self._resuming is not None:
+            return self._resuming
+        return self.logic.position if self._went_live else None
 
     def subscribe(self, subscriber: ExecutionSubscriber) -> None:
         if self._task is not None:
@@ -96,14 +119,29 @@ class StrategyExecution:
 
     async def _run(self) -> None:
         try:
+            # Looked up first, so the position counts as open during the backfill too.
+            if self._resuming is None:
+                self._resuming = await self._position_held()
+            position = self._resuming
             await self._backfill()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self._fail(exc)
             return
-        self.live = True
+        if position != Position.FLAT:
+            self.logic.adopt(position)
+            log.info("processor %s: resuming %s on %s", self.spec.name, position.name, self.instrument)
+        self.live = self._went_live = True
+        self._resuming = None
+        if self._subscriber is not None:
+            # Once live the executor may drop an unwanted flat instrument, or keep a held one.
+            self._subscriber.position_changed(self)
         self.pump()  # what queued while backfilling
+
+    async def _position_held(self) -> Position:
+        feed, symbol = self.instrument
+        return Position(await self._held_position(self.spec.strategy_id, feed, symbol))
 
     def pump(self) -> None:
         """Fold everything queued in the mailbox now; a failure degrades this route only."""

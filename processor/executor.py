@@ -6,7 +6,8 @@ creates the executions for the wanted instruments. The executor owns no route st
 reports instrument mailbox overflow (and execution failure) through `on_route_overflow`
 and confirmed instrument route changes through `on_instrument_route_added/removed`.
 An instrument that is no longer wanted but still holds a position is retained until
-the strategy's own managed exit flattens it.
+the strategy's own managed exit flattens it, or until `hand_over` gives the position
+to the executor of the same strategy's new parameters, which then manages that exit.
 """
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from typing import Callable, Sequence
 
 from feeds.market import MarketData
 from processor.execution import ExecutionSubscriber, StrategyExecution
+from processor.held import HeldPositionLookup, nothing_held
 from processor.history import HistoricalTickProvider
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox, MailboxClosed
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.routing import InstrumentKey, StrategyChunk, StrategySpec
-from processor.signals import Signal
+from processor.signals import Position, Signal
 from processor.strategies import strategy_class
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,8 @@ class StrategyExecutor:
         on_instrument_route_added: Callable[[InstrumentKey], None],
         on_instrument_route_removed: Callable[[InstrumentKey], None],
         backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
-        clock_ns: Callable[[], int] = time.time_ns,
+        clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
+        handed_over: dict[InstrumentKey, Position] | None = None,
     ) -> None:
         self.spec = spec
         self._mailbox = strategy_mailbox
@@ -62,6 +65,8 @@ class StrategyExecutor:
         self._backfill_ns = strategy_class(spec.kind).backfill_window_ns(spec.params, backfill_default_ns)
         self._mailbox_capacity = mailbox_capacity
         self._clock_ns = clock_ns
+        self._held_position = held_position
+        self._handed_over = dict(handed_over or {})  # consumed by the first execution of each instrument
         self._routes: dict[InstrumentKey, InstrumentRoute] = {}
         self._wanted: frozenset[InstrumentKey] = frozenset()
         self._subscriber: ExecutorSubscriber | None = None
@@ -104,6 +109,23 @@ class StrategyExecutor:
 
     def has_open_positions(self) -> bool:
         return any(route.execution.has_open_position for route in self._routes.values())
+
+    def hand_over(self, instruments: frozenset[InstrumentKey]) -> dict[InstrumentKey, Position]:
+        """Stop the executions on `instruments` that hold a position and return those positions.
+
+        The caller starts the strategy's replacement executor with them, so exactly one
+        execution manages each open position. An execution still warming up knows no
+        position yet (its replacement asks the ledger) and is not handed over.
+        """
+        handed: dict[InstrumentKey, Position] = {}
+        for instrument in sorted(instruments & self._routes.keys()):
+            position = self._routes[instrument].execution.known_position
+            if position is not None and position != Position.FLAT:
+                handed[instrument] = position
+                self._remove_route(instrument)
+        if handed:
+            self._wake_flat_waiters()
+        return handed
 
     async def wait_flat(self) -> None:
         """Return once no execution holds a position."""
@@ -158,6 +180,7 @@ class StrategyExecutor:
         execution = StrategyExecution(
             spec=self.spec, instrument=instrument, logic=strategy_class(self.spec.kind)(self.spec.params),
             mailbox=mailbox, history=self._history, backfill_window_ns=self._backfill_ns, clock_ns=self._clock_ns,
+            held_position=self._held_position, handed_over=self._handed_over.pop(instrument, None),
         )
         # The bridge attaches before start, so the first output already has somewhere to go.
         # It hands the executor subscriber's own callables down: one call per batch, not two.

@@ -66,7 +66,7 @@ class EmaParams(forms.Form):
 class VolumeBreakoutParams(forms.Form):
     """Breakouts of synthetic volume bars over the last `lookback` bars."""
 
-    bar_volume = forms.DecimalField(min_value=Decimal("0.00000001"), max_digits=30, decimal_places=8)
+    bar_volume = forms.DecimalField(min_value=Decimal("0.000000000001"), max_digits=30, decimal_places=12)
     lookback = forms.IntegerField(min_value=1, max_value=10_000)
     hold_bars = forms.IntegerField(min_value=1, max_value=100_000)
     cooldown_bars = forms.IntegerField(min_value=0, max_value=100_000)

@@ -6,8 +6,10 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import models
 
+
 from feeds.market import fixed_to_decimal
 from processor.kinds import clean_params, kind_choices
+from tradingsite.fixed_point_field import FixedPointField
 
 
 class Strategy(models.Model):
@@ -55,7 +57,7 @@ class StrategySignal(models.Model):
     feed = models.CharField(max_length=50)
     symbol = models.CharField(max_length=120, help_text="The venue's spelling.")
     kind = models.CharField(max_length=12, choices=Kind.choices)
-    price_fixed = models.BigIntegerField(help_text="Price times 10^8.")
+    price_fixed = FixedPointField(help_text="Price, fixed point.")
     emitted_at = models.DateTimeField(db_index=True, help_text="When the app emitted it.")
     occurrence_ns = models.BigIntegerField(help_text="Exchange time (UTC ns) of the tick that caused it.")
     output_id = models.CharField(max_length=64, help_text="The StrategyOutput it was derived from.")

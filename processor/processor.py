@@ -3,7 +3,9 @@
 Four core jobs (seed 000's Processor contract):
 - feed router: takes feed batches in order and offers each instrument's ticks to the
   strategy mailboxes of its routes, never awaiting a mailbox; a full one degrades that
-  route through `request_degrade`;
+  route through `request_degrade`. A batch the feed fan-out could not queue for the
+  processor (its input fell behind) reaches `shed`, which degrades every route the
+  batch's trades were for: those strategies would otherwise fold a gapped stream;
 - route command loop: the single writer of the routing snapshot (Reconcile, Degrade,
   TeardownStrategy, InstrumentRouteAdded/Removed);
 - reconcile loop: polls the repository's enabled strategies on an interval and enqueues
@@ -27,6 +29,7 @@ from processor.commands import (
     Degrade, InstrumentRouteAdded, InstrumentRouteRemoved, Reconcile, RouteCommand, TeardownStrategy,
 )
 from processor.executor import ExecutorSubscriber, StrategyExecutor
+from processor.held import HeldPositionLookup, nothing_held
 from processor.history import HistoricalTickProvider, NoHistory
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox
 from processor.outputs import OutputBatch, StrategyOutput
@@ -35,7 +38,7 @@ from processor.routing import (
     Active, Degraded, InstrumentKey, RouteKey, RoutingSnapshot, Stopping, StrategyChunk, StrategyRoute,
     StrategySpec, build_instrument_index,
 )
-from processor.signals import Signal
+from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
 from tradingsite.runtime.core import FatalError
 
@@ -60,8 +63,10 @@ class Processor:
         backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
         clock_ns: Callable[[], int] = time.time_ns,
         on_readiness: Callable[[Readiness], None] | None = None,
+        held_position: HeldPositionLookup = nothing_held,
     ) -> None:
         self._sink = sink
+        self._held_position = held_position
         self._history = history or NoHistory()
         self._load_desired = load_desired
         self._reconcile_interval_s = reconcile_interval_s
@@ -78,6 +83,8 @@ class Processor:
         self._core: dict[str, asyncio.Task[None]] = {}
         self._fatal: asyncio.Future[str] | None = None
         self.discarded_commands = 0
+        self.shed_batches = 0  # feed batches the fan-out could not queue for the processor
+        self.shed_events = 0
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -127,7 +134,10 @@ class Processor:
 
     def readiness(self) -> Readiness:
         running = {name: not task.done() for name, task in self._core.items()}
-        return processor_readiness(running, self.snapshot.routes_by_strategy.values())
+        return processor_readiness(
+            running, self.snapshot.routes_by_strategy.values(), shed_batches=self.shed_batches,
+            shed_events=self.shed_events,
+        )
 
     def _report(self) -> None:
         if self._on_readiness is not None:
@@ -148,6 +158,24 @@ class Processor:
             return
         self._pending_degradation.add(route_instance_id)
         self._commands.put_nowait(Degrade(key, route_instance_id, cause))
+
+    def shed(self, batch: FeedData) -> None:
+        """A feed batch the processor's full input queue could not take: degrade whom it concerned.
+
+        Called by the feed fan-out without awaiting. Every route that trades an instrument
+        with a trade in the batch has lost ticks, so it degrades (and a route holding a
+        position fails the processor fast) rather than trading on a gapped stream.
+        """
+        self.shed_batches += 1
+        self.shed_events += len(batch.events)
+        by_symbol = self.snapshot.routes_by_instrument.get(batch.feed)
+        if by_symbol:
+            symbols = {event.symbol for event in batch.events if isinstance(event, MarketData)}
+            cause = f"processor input full: shed a feed batch of {len(batch.events)} events"
+            for symbol in sorted(symbols):
+                for key, route_instance_id, _mailbox in by_symbol.get(symbol, ()):
+                    self.request_degrade(key, route_instance_id, f"{cause} ({batch.feed}:{symbol})")
+        self._report()
 
     # -- feed router (hot path) -----------------------------------------------------
 
@@ -221,14 +249,31 @@ class Processor:
     def _reconcile_routes(self, current: RoutingSnapshot, desired: tuple[StrategySpec, ...]) -> RoutingSnapshot:
         wanted = {spec.route_key: spec for spec in desired}
         routes = dict(current.routes_by_strategy)
+        # A strategy whose params changed is a new route key for the same strategy id: the
+        # new route takes over the old one's open positions on the instruments it trades.
+        successors = {
+            spec.strategy_id: spec for spec in desired if spec.route_key not in current.routes_by_strategy
+        }
+        handed_over: dict[RouteKey, dict[InstrumentKey, Position]] = {}
         for key, route in current.routes_by_strategy.items():
             spec = wanted.get(key)
             if spec is None:
                 if isinstance(route.state, Degraded):
                     del routes[key]  # already closed when it degraded
-                elif isinstance(route.state, Stopping):
                     continue
-                elif route.executor.has_open_positions():
+                successor = successors.get(route.spec.strategy_id)
+                if successor is not None:
+                    route.executor.set_instruments(frozenset())
+                    handed = route.executor.hand_over(successor.instruments)
+                    if handed:
+                        handed_over[successor.route_key] = handed
+                        log.info(
+                            "processor %s: new params take over the positions on %s",
+                            route.spec.name, ", ".join(f"{f}:{s}" for f, s in sorted(handed)),
+                        )
+                if isinstance(route.state, Stopping):
+                    continue
+                if route.executor.has_open_positions():
                     route.executor.set_instruments(frozenset())
                     watcher = asyncio.create_task(
                         self._stopping_watcher(key, route.route_instance_id, route.executor),
@@ -252,10 +297,12 @@ class Processor:
                 routes[key] = replace(route, spec=spec)
         for key, spec in wanted.items():
             if key not in routes:
-                routes[key] = self._add_route(key, spec)
+                routes[key] = self._add_route(key, spec, handed_over.get(key))
         return self._with_routes(replace(current, desired=desired), routes)
 
-    def _add_route(self, key: RouteKey, spec: StrategySpec) -> StrategyRoute:
+    def _add_route(
+        self, key: RouteKey, spec: StrategySpec, handed_over: dict[InstrumentKey, Position] | None = None,
+    ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
         mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
         executor = StrategyExecutor(
@@ -268,7 +315,7 @@ class Processor:
                 InstrumentRouteRemoved(key, route_instance_id, instrument)
             ),
             backfill_default_ns=self._backfill_default_ns, mailbox_capacity=self._mailbox_capacity,
-            clock_ns=self._clock_ns,
+            clock_ns=self._clock_ns, held_position=self._held_position, handed_over=handed_over,
         )
         # Subscribed before start: the first output of the first execution has a reader.
         executor.subscribe(ExecutorSubscriber(

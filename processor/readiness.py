@@ -7,6 +7,9 @@
 | a degraded route without open positions     | yes   | DEGRADED |
 | a stopping route (positions winding down)   | yes   | DEGRADED |
 | all routes active                           | yes   | HEALTHY  |
+
+Feed batches shed at the processor's input are named in the reason; the routes they
+concerned are degraded, so the status follows from the routes.
 """
 from __future__ import annotations
 
@@ -37,8 +40,18 @@ class Readiness:
     reason: str
 
 
-def processor_readiness(core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute]) -> Readiness:
+def processor_readiness(
+    core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute], *, shed_batches: int = 0, shed_events: int = 0,
+) -> Readiness:
     """Return readiness from whether each core job is running and the routes' states."""
+    readiness = _route_readiness(core_jobs, routes)
+    if shed_batches:
+        shed = f"input shed {shed_batches} feed batches ({shed_events} events)"
+        return Readiness(readiness.ready, readiness.health, f"{readiness.reason}; {shed}")
+    return readiness
+
+
+def _route_readiness(core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute]) -> Readiness:
     if not core_jobs:
         return Readiness(False, ProcessorHealth.INACTIVE, "no core jobs")
     stopped = sorted(name for name, running in core_jobs.items() if not running)

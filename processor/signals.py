@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum, StrEnum
-from typing import Sequence
+from typing import Callable, Sequence
 
 from feeds.market import fixed_to_decimal
+from processor.metrics import SIGNAL_QUEUE_DEPTH
+from tradingsite.health import Status
+from tradingsite.runtime.core import FatalError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SUBSCRIBER_CAPACITY = 1024
+# A subscriber this far behind shows DEGRADED; this far behind stops the process.
+SIGNAL_BACKLOG_DEGRADED = 1_000
+SIGNAL_BACKLOG_LIMIT = 50_000
 
 
 class SignalKind(StrEnum):
@@ -76,38 +80,81 @@ class Signal:
 
 
 class SignalHub:
-    """Fans live signals out to subscribers (the trade executor) through bounded queues.
+    """Fans live signals out to subscribers (the trade executor), never dropping one.
 
-    `publish` never awaits: a subscriber that falls 1024 signals behind loses the
-    newest ones, counted per subscriber and warned about (throttled), never silently.
+    A lost signal is a lost trade decision (a lost exit leaves a position open), so a
+    subscriber's queue is unbounded and `publish` never awaits and never refuses. A
+    subscriber that falls `degraded_depth` signals behind shows DEGRADED with its depth
+    (`watch`); one that falls `hard_limit` behind is not keeping up at all, and `watch`
+    raises FatalError with the reason: the process stops non-zero and restarts from the
+    ledger, instead of trading minutes late or growing without bound.
     """
 
-    def __init__(self, *, warn_interval_s: float = 10.0) -> None:
+    def __init__(
+        self, *, degraded_depth: int = SIGNAL_BACKLOG_DEGRADED, hard_limit: int = SIGNAL_BACKLOG_LIMIT,
+    ) -> None:
         self._queues: dict[str, asyncio.Queue[Signal]] = {}
-        self.dropped: dict[str, int] = {}
-        self._last_warned: dict[str, float] = {}
-        self._warn_interval_s = warn_interval_s
+        self._limits: dict[str, int] = {}
+        self.degraded_depth = degraded_depth
+        self.hard_limit = hard_limit
+        self.failure: str | None = None
+        self._failed = asyncio.Event()
 
-    def subscribe(self, name: str, capacity: int = DEFAULT_SUBSCRIBER_CAPACITY) -> asyncio.Queue[Signal]:
-        """Return a queue that receives every signal published from now on."""
+    def subscribe(self, name: str, capacity: int | None = None) -> asyncio.Queue[Signal]:
+        """Return a queue that receives every signal published from now on.
+
+        `capacity` is how far this subscriber may fall behind before the process fails
+        fast (default: the hub's hard limit); the queue itself never refuses a signal.
+        """
         if name in self._queues:
             raise ValueError(f"signal subscriber {name!r} already exists")
-        queue: asyncio.Queue[Signal] = asyncio.Queue(capacity)
+        queue: asyncio.Queue[Signal] = asyncio.Queue()  # unbounded: see the class docstring
         self._queues[name] = queue
-        self.dropped[name] = 0
+        self._limits[name] = capacity if capacity is not None else self.hard_limit
         return queue
 
     def unsubscribe(self, name: str) -> None:
         self._queues.pop(name, None)
+        self._limits.pop(name, None)
+
+    def depths(self) -> dict[str, int]:
+        """Signals each subscriber has not taken yet."""
+        return {name: queue.qsize() for name, queue in self._queues.items()}
 
     def publish(self, signals: Sequence[Signal]) -> None:
         for name, queue in self._queues.items():
             for signal in signals:
-                try:
-                    queue.put_nowait(signal)
-                except asyncio.QueueFull:
-                    self.dropped[name] += 1
-                    now = time.monotonic()
-                    if now - self._last_warned.get(name, -self._warn_interval_s) >= self._warn_interval_s:
-                        self._last_warned[name] = now
-                        log.warning("processor: signal subscriber %s is full, %d dropped", name, self.dropped[name])
+                queue.put_nowait(signal)
+            depth = queue.qsize()
+            limit = self._limits[name]
+            if depth >= limit and self.failure is None:
+                self.failure = f"signal subscriber {name} is {depth} signals behind (limit {limit})"
+                log.error("processor: %s", self.failure)
+                self._failed.set()
+
+    def health(self) -> tuple[Status, str]:
+        """BLOCKED past a hard limit, DEGRADED while a subscriber is far behind, else HEALTHY."""
+        if self.failure is not None:
+            return Status.BLOCKED, self.failure
+        depths = self.depths()
+        if not depths:
+            return Status.HEALTHY, "no signal subscriber"
+        text = ", ".join(
+            f"{name} {depth} queued (fails at {self._limits[name]})" for name, depth in sorted(depths.items())
+        )
+        if any(depth >= self.degraded_depth for depth in depths.values()):
+            return Status.DEGRADED, f"falling behind: {text}"
+        return Status.HEALTHY, text
+
+    async def watch(self, report: Callable[[Status, str], None], *, interval_s: float = 1.0) -> None:
+        """Report depths every `interval_s` (gauge and health); raise FatalError past the hard limit."""
+        while True:
+            for name, depth in self.depths().items():
+                SIGNAL_QUEUE_DEPTH.labels(name).set(depth)
+            report(*self.health())
+            if self.failure is not None:
+                raise FatalError(f"processor: {self.failure}")
+            try:
+                await asyncio.wait_for(self._failed.wait(), interval_s)
+            except TimeoutError:
+                pass

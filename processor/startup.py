@@ -1,9 +1,12 @@
 """The processor's startup tasks (see tradingsite.runtime.core.Phase).
 
 ADD_FEEDS_AND_STRATEGIES: the signal hub exists (the trade executor subscribes to
-ctx.resources["signals"]) and the strategy table is checked once. DATA_FLOW: the
-processor subscribes to the feed fan-out and starts its core jobs. DATA_BRIDGE:
-outputs and signals start flowing to browsers and the store.
+ctx.resources["signals"]; its backlog is watched) and the strategy table is checked
+once. DATA_FLOW: the processor subscribes to the feed fan-out (batches it sheds go to
+`Processor.shed`) and starts its core jobs; its executions ask
+ctx.resources["held_position"] (wired by the composition root from the orders ledger,
+read after the restart rebuild) which position each strategy already holds.
+DATA_BRIDGE: outputs and signals start flowing to browsers and the store.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from feeds.history import arecorded_ticks
 from feeds.market import MarketData
 from feeds.tick_selectors import InstrumentNotFound
 from processor import selectors, services
+from processor.held import nothing_held
 from processor.history import HistoricalTickProvider
 from processor.processor import Processor
 from processor.publishing import LiveStrategyEvents
@@ -28,6 +32,7 @@ from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask
 
 STRATEGIES_COMPONENT = "processor:strategies"
 PROCESSOR_COMPONENT = "processor"
+SIGNALS_COMPONENT = "processor:signals"
 
 
 class RecordedHistory:
@@ -55,7 +60,14 @@ def _report_rejected(ctx: RuntimeContext, rejected: dict[str, str]) -> None:
 
 def processor_startup_tasks() -> list[StartupTask]:
     async def load_strategies(ctx: RuntimeContext) -> None:
-        ctx.resources["signals"] = SignalHub()
+        hub = SignalHub()
+        ctx.resources["signals"] = hub
+        # The signal queues' depth on health and metrics; past the hard limit this job
+        # raises FatalError, which stops the runtime non-zero with the reason.
+        ctx.spawn(
+            "processor:signal-backlog",
+            hub.watch(lambda status, reason: ctx.health.set(SIGNALS_COMPONENT, status, reason)),
+        )
         desired = await database_sync_to_async(selectors.desired_strategies)(None)
         _report_rejected(ctx, desired.rejected)
         ctx.health.set(PROCESSOR_COMPONENT, Status.BLOCKED, "not started")
@@ -81,8 +93,10 @@ def processor_startup_tasks() -> list[StartupTask]:
         def report(readiness: Readiness) -> None:
             ctx.health.set(PROCESSOR_COMPONENT, readiness.health.board_status, readiness.reason)
 
+        held = ctx.resources.get("held_position")
         processor = Processor(
             sink=events,
+            held_position=database_sync_to_async(held) if held is not None else nothing_held,
             history=history_provider(),
             load_desired=load_desired,
             reconcile_interval_s=settings.PROCESSOR_RECONCILE_INTERVAL_S,
@@ -90,7 +104,8 @@ def processor_startup_tasks() -> list[StartupTask]:
             on_readiness=report,
         )
         ctx.resources["processor"] = processor
-        processor.start(spawn=ctx.spawn, feed=ctx.resources["fanout"].subscribe("processor"))
+        feed = ctx.resources["fanout"].subscribe("processor", on_overflow=processor.shed)
+        processor.start(spawn=ctx.spawn, feed=feed)
 
     async def start_strategy_publishing(ctx: RuntimeContext) -> None:
         events: LiveStrategyEvents = ctx.resources["strategy_events"]

@@ -195,19 +195,21 @@
   }
 
   // ---- live mark-to-market of open positions ---------------------------------------
-  // Exact like the server: decimal strings to fixed-point BigInt (x 10^8), notional
-  // rounded half-even once, as orders.money.notional does.
-  const SCALE = 10n ** 8n;
+  // Exact like the server: decimal strings to fixed-point BigInt (x 10^SCALE_DIGITS,
+  // the server's feeds.market.SCALE_DIGITS), notional rounded half-even once, as
+  // orders.money.notional does. The server sends at most SCALE_DIGITS places.
+  const SCALE_DIGITS = 12;
+  const SCALE = 10n ** BigInt(SCALE_DIGITS);
   function toFixed(text) {
     const negative = text.startsWith("-");
     const [whole, frac = ""] = text.replace(/^[-+]/, "").split(".");
-    const value = BigInt(whole || "0") * SCALE + BigInt((frac + "00000000").slice(0, 8));
+    const value = BigInt(whole || "0") * SCALE + BigInt(frac.padEnd(SCALE_DIGITS, "0").slice(0, SCALE_DIGITS));
     return negative ? -value : value;
   }
   function fixedToText(value) {
     const negative = value < 0n;
     const abs = negative ? -value : value;
-    const frac = (abs % SCALE).toString().padStart(8, "0").replace(/0+$/, "");
+    const frac = (abs % SCALE).toString().padStart(SCALE_DIGITS, "0").replace(/0+$/, "");
     return (negative ? "-" : "") + (abs / SCALE).toString() + (frac ? "." + frac : "");
   }
   function divideHalfEven(numerator, divisor) {

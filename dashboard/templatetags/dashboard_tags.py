@@ -14,7 +14,7 @@ register = template.Library()
 
 @register.filter
 def fixed(value: int | None) -> str:
-    """A fixed-point integer (x 10**8) as its exact decimal string."""
+    """A fixed-point integer (value x feeds.market.SCALE) as its exact decimal string."""
     return "–" if value is None else fixed_to_str(int(value))
 
 

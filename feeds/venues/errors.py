@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import msgspec
 
-import feeds.market as _market
-from feeds.market import FixedPointError
+from feeds.market import FIXED_MAX_ABS, FixedPointError
 from feeds.venues.base import ParseError
 
-# The largest magnitude of a fixed-point value, from the numbers module when it
-# declares one; a signed 64-bit integer otherwise (the recorder's int8 columns).
-MAX_FIXED: int = getattr(_market, "MAX_FIXED", 2**63 - 1)
+# The largest magnitude of a fixed-point value: the one documented range.
+MAX_FIXED: int = FIXED_MAX_ABS
 # The largest plain integer a frame may carry into an event (sequence numbers): the
 # events are written as JSON and to int8 columns, both 64-bit.
 MAX_INT = 2**63 - 1

@@ -10,13 +10,15 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Callable
 
-from feeds.market import SCALE, SCALE_DIGITS, FixedPointError, parse_fixed
+from feeds.market import (
+    MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_from_decimal, fixed_from_whole, parse_fixed,
+)
 
-# The largest magnitude accepted, in whole units. It keeps a fixed-point value inside a
-# signed 64-bit integer (9.2e18 / 1e8) and stops a hostile "1e999999999" from making a
-# huge integer.
-_MAX_WHOLE_DIGITS = 10
-_MAX_TEXT = 40
+# Every conversion here returns a value inside feeds.market.FIXED_MAX_ABS or raises
+# FixedPointError: at most MAX_WHOLE_DIGITS digits before the point, SCALE_DIGITS after.
+# A longer text is refused before it is parsed, so a hostile "1e999999999" or a
+# 5000-digit string never becomes a huge integer.
+_MAX_TEXT = 48
 _NANOS_PER_DAY = 86_400 * 1_000_000_000
 
 
@@ -43,11 +45,13 @@ def fixed_uncached(text: str) -> int:
     """Return a venue's decimal string as fixed point (see `feeds.market.parse_fixed`).
 
     The hot path handles the plain unsigned form venues send ("96712.40", "100") with
-    two int() calls; anything else (signs, long zero tails) goes to parse_fixed.
+    two int() calls; anything else (signs, long zero tails, leading zeros past the range
+    check) goes to parse_fixed. At most MAX_WHOLE_DIGITS whole digits means the value is
+    inside FIXED_MAX_ABS without comparing it.
     """
     whole, _, fraction = text.partition(".")
     if (
-        len(fraction) <= SCALE_DIGITS and 0 < len(whole) <= _MAX_WHOLE_DIGITS + 1 and text.isascii()
+        len(fraction) <= SCALE_DIGITS and 0 < len(whole) <= MAX_WHOLE_DIGITS and text.isascii()
         and whole.isdigit() and (fraction.isdigit() or not fraction)
     ):
         # isascii + isdigit: only 0-9, so int() sees no sign, underscore or space.
@@ -87,12 +91,18 @@ def json_fixed(raw: bytes) -> int:
 def _json_fixed_text(data: bytes) -> int:
     if len(data) > _MAX_TEXT + 2:  # also keeps long keys out of the cache
         raise FixedPointError(f"number too long: {data[:_MAX_TEXT]!r}...")
-    text = data.decode()
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise FixedPointError(f"not a number: {data[:_MAX_TEXT]!r}") from None
     if text[:1] == '"':
         if len(text) < 2 or text[-1] != '"':
             raise FixedPointError(f"not a number: {text[:_MAX_TEXT]!r}")
         text = text[1:-1]
     if "e" in text or "E" in text:
+        if "_" in text or not text.isprintable() or text != text.strip():
+            # Decimal() reads "1_0e1" and " 1e5 "; a JSON number is neither.
+            raise FixedPointError(f"not a number: {text[:_MAX_TEXT]!r}")
         try:
             return decimal_to_fixed(Decimal(text))
         except ArithmeticError:
@@ -117,16 +127,12 @@ def fixed_positive(text: str) -> int:
 
 def decimal_to_fixed(value: Decimal) -> int:
     """Return an exactly decoded JSON number (msgspec Decimal) as fixed point."""
-    if not value.is_finite():
-        raise FixedPointError(f"not a finite number: {value}")
-    if value and value.adjusted() >= _MAX_WHOLE_DIGITS:
-        raise FixedPointError(f"out of range: {value}")
-    if value.as_tuple().exponent < -SCALE_DIGITS:  # type: ignore[operator]
-        quantized = value.quantize(Decimal(1).scaleb(-SCALE_DIGITS))
-        if quantized != value:
-            raise FixedPointError(f"more than {SCALE_DIGITS} decimal places: {value}")
-        value = quantized
-    return int(value.scaleb(SCALE_DIGITS))
+    return fixed_from_decimal(value)
+
+
+def whole_to_fixed(units: int) -> int:
+    """Return a venue's integer quantity (Upstox ltq, vtt) as fixed point, range-checked."""
+    return fixed_from_whole(units)
 
 
 def decimal_to_fixed_positive(value: Decimal) -> int:

@@ -1,9 +1,9 @@
 """The orders app's tables, one module per idea.
 
 Prices, quantities and money in the new tables are fixed-point integers at
-feeds.market.SCALE (value times 10**8), as in the tick table: SQLite keeps only 15
-significant digits of a DecimalField and sums it as float, and a ledger must add up
-exactly on both databases.
+feeds.market.SCALE (value times 10**12, tradingsite.fixed_point_field), as in the tick
+table: SQLite keeps only 15 significant digits of a DecimalField and sums it as float,
+and a ledger must add up exactly on both databases.
 """
 from orders.models.accounts import Account, Broker, Reversal, TradeMode, TradeSetting
 from orders.models.audit import AuditEvent

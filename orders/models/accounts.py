@@ -8,6 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from tradingsite.fixed_point_field import stored_exactly
+
 
 class Broker(models.TextChoices):
     PAPER = "paper", "Paper (simulated exchange)"
@@ -28,7 +30,7 @@ class Account(models.Model):
     name = models.CharField(max_length=80)
     broker = models.CharField(max_length=20, choices=Broker.choices, default=Broker.PAPER)
     allocated_capital = models.DecimalField(
-        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal(0))]
+        max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal(0)), stored_exactly]
     )
     currency = models.CharField(max_length=10, default="USD")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -60,7 +62,7 @@ class TradeSetting(models.Model):
     strategy = models.ForeignKey("processor.Strategy", on_delete=models.CASCADE, related_name="trade_settings")
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="trade_settings")
     quantity = models.DecimalField(
-        max_digits=24, decimal_places=8, validators=[MinValueValidator(Decimal("0.00000001"))]
+        max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal("0.000000000001")), stored_exactly]
     )
     mode = models.CharField(max_length=10, choices=TradeMode.choices, default=TradeMode.PAPER)
     order_type = models.CharField(

@@ -13,16 +13,17 @@ from django.db import models
 from django.db.models import F, Q
 
 from feeds.market import fixed_to_decimal
+from tradingsite.fixed_point_field import FixedPointField
 
 
 class CapitalLedger(models.Model):
-    """One account's capital, in fixed point (times 10**8)."""
+    """One account's capital, in fixed point (value x feeds.market.SCALE)."""
 
     account = models.OneToOneField("orders.Account", on_delete=models.CASCADE, related_name="ledger")
-    allocated_capital = models.BigIntegerField(default=0)
-    reserved_for_orders = models.BigIntegerField(default=0)
-    reserved_for_positions = models.BigIntegerField(default=0)
-    realized_pnl = models.BigIntegerField(default=0)
+    allocated_capital = FixedPointField(default=0)
+    reserved_for_orders = FixedPointField(default=0)
+    reserved_for_positions = FixedPointField(default=0)
+    realized_pnl = FixedPointField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -71,10 +72,10 @@ class LedgerEntry(models.Model):
 
     account = models.ForeignKey("orders.Account", on_delete=models.CASCADE, related_name="ledger_entries")
     kind = models.CharField(max_length=12, choices=Kind.choices)
-    delta_allocated = models.BigIntegerField(default=0)
-    delta_reserved_for_orders = models.BigIntegerField(default=0)
-    delta_reserved_for_positions = models.BigIntegerField(default=0)
-    delta_realized_pnl = models.BigIntegerField(default=0)
+    delta_allocated = FixedPointField(default=0)
+    delta_reserved_for_orders = FixedPointField(default=0)
+    delta_reserved_for_positions = FixedPointField(default=0)
+    delta_realized_pnl = FixedPointField(default=0)
     client_order_id = models.CharField(max_length=40, blank=True, db_index=True)
     exchange_trade_id = models.CharField(max_length=80, blank=True)
     reason = models.CharField(max_length=200, blank=True)

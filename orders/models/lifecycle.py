@@ -4,7 +4,7 @@ An OrderIntent is written (with its capital reservation) before the broker is ca
 so a crash at any later point leaves a durable record that reconciliation resolves by
 asking the broker for that client order id. An Order exists only once the broker has
 confirmed it (seed 003: no lifecycle without a confirmed exchange order). Numbers are
-fixed point (times 10**8).
+fixed point (value x feeds.market.SCALE).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from feeds.market import fixed_to_decimal
+from tradingsite.fixed_point_field import FixedPointField
 
 
 class OrderSide(models.TextChoices):
@@ -67,9 +68,9 @@ class OrderIntent(models.Model):
     position_side = models.CharField(max_length=5, choices=PositionSide.choices)
     side = models.CharField(max_length=4, choices=OrderSide.choices)
     order_type = models.CharField(max_length=6, choices=OrderType.choices)
-    quantity = models.BigIntegerField()
-    price = models.BigIntegerField(help_text="Limit price, or the signal's price for a market order.")
-    reserved = models.BigIntegerField(default=0, help_text="Capital reserved for this order (entries only).")
+    quantity = FixedPointField()
+    price = FixedPointField(help_text="Limit price, or the signal's price for a market order.")
+    reserved = FixedPointField(default=0, help_text="Capital reserved for this order (entries only).")
     state = models.CharField(max_length=9, choices=State.choices, default=State.PENDING)
     signal_kind = models.CharField(max_length=12, blank=True)
     signal_output_id = models.CharField(max_length=64, blank=True)
@@ -103,10 +104,10 @@ class Position(models.Model):
     strategy = models.ForeignKey("processor.Strategy", null=True, on_delete=models.SET_NULL, related_name="+")
     instrument = models.ForeignKey("feeds.Instrument", on_delete=models.PROTECT, related_name="+")
     side = models.CharField(max_length=5, choices=PositionSide.choices)
-    quantity = models.BigIntegerField(default=0)
-    cost = models.BigIntegerField(default=0, help_text="Entry notional of the open quantity.")
-    locked = models.BigIntegerField(default=0, help_text="This position's share of reserved_for_positions.")
-    realized_pnl = models.BigIntegerField(default=0)
+    quantity = FixedPointField(default=0)
+    cost = FixedPointField(default=0, help_text="Entry notional of the open quantity.")
+    locked = FixedPointField(default=0, help_text="This position's share of reserved_for_positions.")
+    realized_pnl = FixedPointField(default=0)
     state = models.CharField(max_length=6, choices=State.choices, default=State.OPEN)
     opened_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
@@ -146,13 +147,13 @@ class Order(models.Model):
     intent = models.CharField(max_length=5, choices=Intent.choices)
     side = models.CharField(max_length=4, choices=OrderSide.choices)
     order_type = models.CharField(max_length=6, choices=OrderType.choices)
-    quantity = models.BigIntegerField()
-    price = models.BigIntegerField()
+    quantity = FixedPointField()
+    price = FixedPointField()
     status = models.CharField(max_length=16, choices=OrderStatus.choices, default=OrderStatus.NEW)
-    filled_quantity = models.BigIntegerField(default=0)
-    filled_notional = models.BigIntegerField(default=0)
-    reserved = models.BigIntegerField(default=0, help_text="Reservation still held for the unfilled part.")
-    reserve_released = models.BigIntegerField(default=0, help_text="Reservation already released by fills.")
+    filled_quantity = FixedPointField(default=0)
+    filled_notional = FixedPointField(default=0)
+    reserved = FixedPointField(default=0, help_text="Reservation still held for the unfilled part.")
+    reserve_released = FixedPointField(default=0, help_text="Reservation already released by fills.")
     via_reconciliation = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -187,9 +188,9 @@ class Fill(models.Model):
     account = models.ForeignKey("orders.Account", on_delete=models.CASCADE, related_name="fills")
     order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="fills")
     exchange_trade_id = models.CharField(max_length=80)
-    quantity = models.BigIntegerField()
-    price = models.BigIntegerField()
-    fee = models.BigIntegerField(default=0)
+    quantity = FixedPointField()
+    price = FixedPointField()
+    fee = FixedPointField(default=0)
     ts_event = models.BigIntegerField(help_text="Broker time of the execution, UTC ns.")
     via_reconciliation = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -3,12 +3,15 @@
 The paper broker is a simulated exchange: it keeps its book here so that it survives a
 restart of the runtime (reconciliation must find its orders and fills, as with a real
 venue) and so that every process of a scale-out deployment sees one exchange. The
-site's Order/Fill tables are never read by it. Numbers are fixed point (times 10**8).
+site's Order/Fill tables are never read by it. Numbers are fixed point (value x feeds.market.SCALE).
 """
 from __future__ import annotations
 
 from django.db import models
+
 from django.db.models import Q
+
+from tradingsite.fixed_point_field import FixedPointField
 
 
 class PaperOrder(models.Model):
@@ -17,11 +20,11 @@ class PaperOrder(models.Model):
     symbol = models.CharField(max_length=120)
     side = models.CharField(max_length=4)
     order_type = models.CharField(max_length=6)
-    quantity = models.BigIntegerField()
-    price = models.BigIntegerField(null=True, blank=True, help_text="Limit price; empty for market orders.")
+    quantity = FixedPointField()
+    price = FixedPointField(null=True, blank=True, help_text="Limit price; empty for market orders.")
     status = models.CharField(max_length=16, default="NEW")
-    filled_quantity = models.BigIntegerField(default=0)
-    filled_notional = models.BigIntegerField(default=0)
+    filled_quantity = FixedPointField(default=0)
+    filled_notional = FixedPointField(default=0)
     created_ns = models.BigIntegerField()
     updated_ns = models.BigIntegerField()
 
@@ -40,9 +43,9 @@ class PaperOrder(models.Model):
 
 class PaperFill(models.Model):
     order = models.ForeignKey(PaperOrder, on_delete=models.CASCADE, related_name="fills")
-    quantity = models.BigIntegerField()
-    price = models.BigIntegerField()
-    fee = models.BigIntegerField()
+    quantity = FixedPointField()
+    price = FixedPointField()
+    fee = FixedPointField()
     ts_event = models.BigIntegerField()
 
     def __str__(self) -> str:

@@ -49,6 +49,16 @@ class StrategyLogic(ABC):
         """Pre-fill the state from history without trading."""
         self.fold(ticks, [], [], trading=False)
 
+    def adopt(self, position: Position) -> None:
+        """Start trading from `position`, held from before this instance existed.
+
+        Called once, after `warm` and before the first live tick: the position a restarted
+        (or re-parameterised) strategy already holds, so its next exit closes it and its
+        next entry is not refused as already open. A kind whose exits depend on when the
+        position was entered overrides this to set that state too.
+        """
+        self.position = position
+
     @property
     def has_open_position(self) -> bool:
         return self.position != Position.FLAT

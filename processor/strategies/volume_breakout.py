@@ -7,7 +7,10 @@ against the previous `lookback` closed bars: close above their highest high is a
 breakout, below their lowest low a short one. In a position, an opposite breakout
 reverses (exit first, no cooldown); otherwise `hold_bars` closed bars after the entry
 bar end it with a managed exit, after which the first bar that may enter is
-exit bar + cooldown_bars + 1. A same-side breakout changes nothing.
+exit bar + cooldown_bars + 1. A same-side breakout changes nothing. An adopted
+position (held from before a restart) is treated as entered at the last bar closed
+before adoption, its real entry bar being unknown: it ends at an opposite breakout or
+at the `hold_bars`-th bar close after adoption.
 """
 from __future__ import annotations
 
@@ -79,6 +82,11 @@ class VolumeBreakout(StrategyLogic):
         self.bar_open, self.bar_high, self.bar_low, self.bar_close, self.bar_volume_sum = o, h, lo, c, v
         self.last_ts_ns = last_ts
         self.skipped_out_of_order += skipped
+
+    def adopt(self, position: Position) -> None:
+        super().adopt(position)
+        if position != Position.FLAT:
+            self.entry_bar = self.closed_bars - 1
 
     def _on_close(self, close: int, price: int, ts: int, index: int, signals: list[SignalRow]) -> None:
         bar = self.closed_bars

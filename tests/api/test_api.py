@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from feeds.market import FeedData
+from feeds.market import FeedData, parse_fixed
 from orders.brokers.paper import PaperFees
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import ExecutorConfig, TradeExecutor
@@ -56,7 +56,7 @@ def traders() -> tuple[Trader, Trader]:
         setup = make_setup(username=name, instrument=instrument)
         StrategySignal.objects.create(
             strategy=setup.strategy, strategy_name=setup.strategy.name, feed="sim", symbol="BTCUSDT", kind="ENTRY_LONG",
-            price_fixed=5_000_000_000_000, emitted_at="2026-11-30T00:00:00Z", occurrence_ns=1, output_id=f"{name}-out",
+            price_fixed=parse_fixed("50000"), emitted_at="2026-11-30T00:00:00Z", occurrence_ns=1, output_id=f"{name}-out",
         )
         AuthPrompt.objects.create(recovery_key=f"https://broker.example/login?{name}", broker="upstox", kind="oauth",
                                   owner=setup.account.owner, message=f"log in, {name}")

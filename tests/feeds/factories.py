@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from feeds.market import MarketData, Side
+from feeds.market import MarketData, Side, parse_fixed
 from feeds.models import Feed, Instrument, MarketType, Subscription
 
 
@@ -21,8 +21,8 @@ def make_feed(name: str = "sim", symbols: tuple[str, ...] = ("BTCUSDT",), *, ven
     return feed
 
 
-def trade(trade_id: int, *, symbol: str = "BTCUSDT", ts_ms: int | None = None, price: int = 6_400_012_345_678,
-          volume: int = 1_234, side: Side | None = Side.BUY, duration_ns: int | None = None) -> MarketData:
+def trade(trade_id: int, *, symbol: str = "BTCUSDT", ts_ms: int | None = None, price: int = parse_fixed("64000.12345678"),
+          volume: int = parse_fixed("0.00001234"), side: Side | None = Side.BUY, duration_ns: int | None = None) -> MarketData:
     ts_event = (ts_ms if ts_ms is not None else 1_764_460_800_000 + trade_id) * 1_000_000
     return MarketData(
         symbol=symbol, price=price, volume=volume, ts_event=ts_event, ts_recv=ts_event + 5_000_000,

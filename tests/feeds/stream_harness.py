@@ -26,6 +26,19 @@ FAST_TRANSPORT = TransportSettings(open_timeout_s=2, ping_interval_s=0.5, ping_t
 TEST_LIMITS = PublishedLimits(10**9, 1, 1, 10**6, 1, 10**6)
 
 
+def fast_runtime_streams(settings, *, heartbeat_timeout_s: float = 0.5):  # type: ignore[no-untyped-def]
+    """Set a runtime's stream settings short, for tests against the local fake venue; return `settings`."""
+    settings.FEED_HEARTBEAT_TIMEOUT_S = heartbeat_timeout_s
+    settings.FEED_HEARTBEAT_CHECK_S = 0.05
+    settings.FEED_BACKOFF_INITIAL_S = 0.01
+    settings.FEED_BACKOFF_MAX_S = 0.05
+    settings.FEED_WS_PING_INTERVAL_S = 0.5
+    settings.FEED_WS_PING_TIMEOUT_S = 0.5
+    settings.RECORDER_FLUSH_INTERVAL_S = 0.02
+    settings.FEED_RATE_LIMIT_MAX_WAIT_S = 5
+    return settings
+
+
 def feed_spec(venue: FakeBinanceUsdm, symbols: Sequence[str], name: str = "bin") -> FeedSpec:
     adapter = get_venue("binance-usdm")
     return FeedSpec(

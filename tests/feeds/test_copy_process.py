@@ -95,7 +95,7 @@ async def test_a_row_the_database_refuses_is_reported_and_the_rest_of_its_batch_
     instrument, feed = await database_sync_to_async(_setup)()
     writer = await _writer()
     poison_rows = {
-        1: (instrument, 1_764_460_800_000_000_001, 5, 2**63, 1_234, None, "1", "buy"),  # beyond int8
+        1: (instrument, 1_764_460_800_000_000_001, 5, 10**38, 1_234, None, "1", "buy"),  # beyond numeric(38,0)
         3: _row(instrument + 999, 3),  # no such instrument
         5: (instrument, 1_764_460_800_000_000_005, 5, 1, 1, None, "5\x00", "buy"),  # NUL in text
     }

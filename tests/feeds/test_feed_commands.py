@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from feeds.history import recorded_ticks
-from feeds.market import Side
+from feeds.market import Side, parse_fixed
 from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
 from feeds.tick_selectors import InstrumentNotFound
 from tests.feeds.factories import make_feed
@@ -63,29 +63,29 @@ def test_feed_list_enable_and_disable() -> None:
         _run("feed", "enable", "missing")
 
 
-def _tick(instrument: Instrument, ts_ms: int, trade_id: str, price: int, volume: int) -> Tick:
+def _tick(instrument: Instrument, ts_ms: int, trade_id: str, price: str, volume: str) -> Tick:
     return Tick.objects.create(
-        instrument=instrument, ts_event=ts_ms * 1_000_000, ts_recv=ts_ms * 1_000_000 + 1, price=price, volume=volume,
-        trade_id=trade_id, side="sell",
+        instrument=instrument, ts_event=ts_ms * 1_000_000, ts_recv=ts_ms * 1_000_000 + 1,
+        price=parse_fixed(price), volume=parse_fixed(volume), trade_id=trade_id, side="sell",
     )
 
 
 def test_exportticks_writes_exact_decimals_ordered_by_time_then_numeric_trade_id(tmp_path) -> None:  # type: ignore[no-untyped-def]
     instrument = make_feed("bin", ("BTCUSDT",)).instruments.get()
-    _tick(instrument, 2000, "10", 6_400_012_345_678, 1)
-    _tick(instrument, 1000, "9", 10, 123_000_000_000)
-    _tick(instrument, 2000, "9", 100_000_000, 50_000_000)
+    _tick(instrument, 2000, "10", "64000.123456789012", "0.000000000001")
+    _tick(instrument, 1000, "9", "0.000000000012", "1230")
+    _tick(instrument, 2000, "9", "1.000", "0.5")
     out = _run("exportticks", "--symbol", "BTCUSDT")
     assert out.splitlines() == [
         "ts_ms,symbol,price,volume",
-        "1000,BTCUSDT,0.0000001,1230",
+        "1000,BTCUSDT,0.000000000012,1230",
         "2000,BTCUSDT,1,0.5",
-        "2000,BTCUSDT,64000.12345678,0.00000001",
+        "2000,BTCUSDT,64000.123456789012,0.000000000001",
     ]
     target = tmp_path / "ticks.csv"
     _run("exportticks", "--symbol", "BTCUSDT", "--feed", "bin", "--from", "1970-01-01T00:00:01.500", "--to",
          "1970-01-01T00:00:03Z", "--output", str(target))
-    assert target.read_text().splitlines()[1:] == ["2000,BTCUSDT,1,0.5", "2000,BTCUSDT,64000.12345678,0.00000001"]
+    assert target.read_text().splitlines()[1:] == ["2000,BTCUSDT,1,0.5", "2000,BTCUSDT,64000.123456789012,0.000000000001"]
 
 
 def test_exportticks_names_the_problem() -> None:
@@ -102,12 +102,12 @@ def test_exportticks_names_the_problem() -> None:
 def test_recorded_ticks_returns_a_window_as_market_data() -> None:
     instrument = make_feed("bin", ("BTCUSDT",)).instruments.get()
     for ts_ms, trade_id in ((1000, "1"), (2000, "2"), (3000, "3")):
-        _tick(instrument, ts_ms, trade_id, 5 * 10**8, 10**8)
+        _tick(instrument, ts_ms, trade_id, "5.000000000001", "1")
     ticks = recorded_ticks("bin", "BTCUSDT", 2000 * 10**6, 3000 * 10**6)
     assert len(ticks) == 1
     [tick] = ticks
     assert (tick.symbol, tick.trade_id, tick.price, tick.volume, tick.ts_event, tick.side) == (
-        "BTCUSDT", "2", 5 * 10**8, 10**8, 2000 * 10**6, Side.SELL
+        "BTCUSDT", "2", parse_fixed("5.000000000001"), parse_fixed("1"), 2000 * 10**6, Side.SELL
     )
     with pytest.raises(InstrumentNotFound):
         recorded_ticks("bin", "ETHUSDT", 0, 1)

@@ -10,7 +10,7 @@ from feeds.models import KnownHole, StreamCheckpoint, Tick
 from feeds.startup import feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
-from tests.feeds.stream_harness import expected_trades
+from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
 from tradingsite.health import Status
 from tradingsite.runtime.core import Runtime
@@ -20,15 +20,7 @@ SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
 @pytest.fixture
 def fast_streams(settings):  # type: ignore[no-untyped-def]
-    settings.FEED_HEARTBEAT_TIMEOUT_S = 0.5
-    settings.FEED_HEARTBEAT_CHECK_S = 0.05
-    settings.FEED_BACKOFF_INITIAL_S = 0.01
-    settings.FEED_BACKOFF_MAX_S = 0.05
-    settings.FEED_WS_PING_INTERVAL_S = 0.5
-    settings.FEED_WS_PING_TIMEOUT_S = 0.5
-    settings.RECORDER_FLUSH_INTERVAL_S = 0.02
-    settings.FEED_RATE_LIMIT_MAX_WAIT_S = 5
-    return settings
+    return fast_runtime_streams(settings)
 
 
 def _recorded() -> dict[str, list[tuple[str, int, int, int]]]:

@@ -17,6 +17,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from feeds.market import parse_fixed
 from feeds.models import Feed, Instrument, Tick
 from feeds.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
 from feeds.startup import feed_startup_tasks
@@ -24,6 +25,7 @@ from orders.plans import TradePlan, plans_for_signal
 from processor.signals import SignalKind
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
+from tests.feeds.stream_harness import fast_runtime_streams
 from tests.helpers import async_eventually
 from tests.orders.factories import make_instrument, make_setup, make_signal
 from tradingsite.health import Health, Status
@@ -36,14 +38,8 @@ SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
 @pytest.fixture
 def fast_gate(settings):  # type: ignore[no-untyped-def]
-    settings.FEED_HEARTBEAT_TIMEOUT_S = 0.5
-    settings.FEED_HEARTBEAT_CHECK_S = 0.05
-    settings.FEED_BACKOFF_INITIAL_S = 0.01
-    settings.FEED_BACKOFF_MAX_S = 0.05
-    settings.FEED_WS_PING_INTERVAL_S = 0.5
-    settings.FEED_WS_PING_TIMEOUT_S = 0.5
+    fast_runtime_streams(settings)
     settings.FEED_REST_TIMEOUT_S = 2
-    settings.RECORDER_FLUSH_INTERVAL_S = 0.02
     settings.MARKET_DATA_METADATA_RETRY_S = 0.05
     settings.REDIS_URL = ""  # the refresh job's Redis publishing is tested with the publisher
     return settings
@@ -176,7 +172,7 @@ async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribe
             await async_eventually(lambda: _count_above(_ticks_of, "ETHUSDT", 0), timeout_s=10)
             assert _gate_health(runtime).status is Status.HEALTHY
             [plan] = await database_sync_to_async(_plans)("ETHUSDT")
-            assert plan.metadata_missing is None and plan.lot_size == 100_000  # 0.001 at 10**8
+            assert plan.metadata_missing is None and plan.lot_size == parse_fixed("0.001")
 
 
 async def test_the_hourly_refresh_holds_an_instrument_the_venue_stops_listing(fast_gate) -> None:  # type: ignore[no-untyped-def]

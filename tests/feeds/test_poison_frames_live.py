@@ -16,7 +16,7 @@ from feeds.models import Tick
 from feeds.startup import feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
-from tests.feeds.stream_harness import expected_trades
+from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
 from tradingsite.health import Status
 from tradingsite.runtime.core import Runtime
@@ -35,7 +35,7 @@ def _agg_trade(agg_id: int, *, symbol: str = "BTCUSDT", price: str = "96712.40",
 # tape's, so none could pass for a real trade.
 POISON: list[tuple[str | bytes, str]] = [
     ('{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","x":' + "[" * 1000 + "]" * 1000 + "}}", "depth"),
-    (_agg_trade(9_000_001, price="99999999999.99999999"), "number"),  # beyond int64 once scaled
+    (_agg_trade(9_000_001, price="9" * 19 + ".5"), "number"),  # beyond the documented range (18 whole digits)
     (_agg_trade(9_000_002, price="1" + "0" * 40), "number"),
     (_agg_trade(9_000_003, price="-96712.40"), "price"),
     (_agg_trade(9_000_004, price="0"), "price"),
@@ -55,15 +55,7 @@ def _malformed(reason: str) -> float:
 
 @pytest.fixture
 def fast_streams(settings):  # type: ignore[no-untyped-def]
-    settings.FEED_HEARTBEAT_TIMEOUT_S = 2
-    settings.FEED_HEARTBEAT_CHECK_S = 0.05
-    settings.FEED_BACKOFF_INITIAL_S = 0.01
-    settings.FEED_BACKOFF_MAX_S = 0.05
-    settings.FEED_WS_PING_INTERVAL_S = 0.5
-    settings.FEED_WS_PING_TIMEOUT_S = 0.5
-    settings.RECORDER_FLUSH_INTERVAL_S = 0.02
-    settings.FEED_RATE_LIMIT_MAX_WAIT_S = 5
-    return settings
+    return fast_runtime_streams(settings, heartbeat_timeout_s=2)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,11 +16,12 @@ from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status
 
-BEYOND_INT8 = 2**63  # one past the largest value of the signed 64-bit price column
+# Beyond what any database stores: 64-bit integers on SQLite, numeric(38,0) on PostgreSQL.
+BEYOND_STORAGE = 10**38
 
 
 def _poisoned(trade_id: int) -> MarketData:
-    return trade(trade_id, price=BEYOND_INT8)
+    return trade(trade_id, price=BEYOND_STORAGE)
 
 
 WRITERS: dict[str, Callable[[], TickWriter | PipelinedWriter]] = {

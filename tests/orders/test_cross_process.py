@@ -19,6 +19,7 @@ from typing import Iterator
 import pytest
 from django.db import close_old_connections, connection
 
+from feeds.market import SCALE
 from orders.brokers.paper import PaperFees, paper_match
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import ExecutorConfig, TradeExecutor
@@ -156,7 +157,7 @@ def test_sigkill_at_each_entry_step_converges_after_one_reconciliation(kill_at: 
 
 def test_concurrent_entries_never_over_allocate_and_the_journal_adds_up() -> None:
     setup = make_setup(capital="1000", quantity="0.01")
-    amount = 70 * 10**8  # 14 of these fit in 1000
+    amount = 70 * SCALE  # 14 of these fit in 1000
     threads = 8
     per_thread = 6
     accepted: list[str] = []

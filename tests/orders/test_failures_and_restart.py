@@ -7,6 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from feeds.fanout import FeedFanout
+from feeds.market import SCALE
 from orders.brokers.base import BrokerOrder, BrokerRejected, BrokerUnavailable, OrderRequest
 from orders.brokers.paper import PaperBroker
 from orders.executor import COMPONENT, ExecutorConfig, TradeExecutor
@@ -103,7 +104,7 @@ async def test_restart_rebuild_adopts_an_order_left_by_a_crash_before_trading_st
     spec = IntentSpec(
         client_order_id=f"ts-{setup.account.pk}-crashed0000000001", account_id=setup.account.pk,
         strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=60 * 10**8,
+        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=60 * SCALE,
     )
     await database_sync_to_async(intent_create)(spec=spec)
     paper = PaperBroker(account_key=str(setup.account.pk))

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from feeds.market import SCALE
 from orders.ledger import InsufficientCapital, ledger_allocate, ledger_check, ledger_lock, ledger_reserve
 from orders.locks import lock_acquire, lock_release
 from orders.models import CapitalLedger, LedgerEntry
@@ -34,16 +35,16 @@ def test_reservations_beyond_available_are_refused_and_the_database_refuses_a_ne
     account = make_setup(capital="100").account
     with transaction.atomic():
         ledger = ledger_lock(account_id=account.pk)
-        ledger_reserve(ledger=ledger, amount=60 * 10**8, client_order_id="ts-x-1")
+        ledger_reserve(ledger=ledger, amount=60 * SCALE, client_order_id="ts-x-1")
         with pytest.raises(InsufficientCapital):
-            ledger_reserve(ledger=ledger, amount=41 * 10**8, client_order_id="ts-x-2")
+            ledger_reserve(ledger=ledger, amount=41 * SCALE, client_order_id="ts-x-2")
     with pytest.raises(InsufficientCapital):
-        ledger_allocate(account_id=account.pk, allocated_capital=50 * 10**8)  # 60 is reserved
+        ledger_allocate(account_id=account.pk, allocated_capital=50 * SCALE)  # 60 is reserved
     with pytest.raises(IntegrityError), transaction.atomic():
-        CapitalLedger.objects.filter(account=account).update(reserved_for_positions=41 * 10**8)
-    ledger_allocate(account_id=account.pk, allocated_capital=200 * 10**8)
+        CapitalLedger.objects.filter(account=account).update(reserved_for_positions=41 * SCALE)
+    ledger_allocate(account_id=account.pk, allocated_capital=200 * SCALE)
     assert list(LedgerEntry.objects.filter(account=account).values_list("kind", flat=True)) == ["allocate", "reserve", "allocate"]
-    assert CapitalLedger.objects.get(account=account).available == 140 * 10**8
+    assert CapitalLedger.objects.get(account=account).available == 140 * SCALE
     report = ledger_check(account_id=account.pk)
     # The reservation has no intent behind it (written directly here): the check says so.
     assert not report.ok and "pending intents" in report.problems[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
+from feeds.market import SCALE
 from orders.brokers.paper import PaperBroker
 from orders.brokers.base import OrderRequest
 from orders.lifecycle import IntentSpec, intent_create
@@ -20,7 +21,7 @@ async def test_the_periodic_job_adopts_an_orphan_from_the_database_thread() -> N
     spec = IntentSpec(
         client_order_id=f"ts-{setup.account.pk}-orphan0000000001", account_id=setup.account.pk,
         strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=60 * 10**8,
+        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=60 * SCALE,
     )
     await database_sync_to_async(intent_create)(spec=spec)
     await PaperBroker(account_key=str(setup.account.pk)).place_order(

@@ -7,6 +7,7 @@ from typing import Any, Callable
 import pytest
 from django.db import close_old_connections, connection
 
+from feeds.market import SCALE, parse_fixed
 from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create
 from orders.models import CapitalLedger, OrderIntent
@@ -54,7 +55,7 @@ def test_a_reservation_committed_between_the_checks_reads_is_no_false_alarm() ->
     spec = IntentSpec(
         client_order_id=f"ts-{setup.account.pk}-between0000000001", account_id=setup.account.pk,
         strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=304717 * 10**6,
+        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=parse_fixed("3047.17"),
     )
     with connection.execute_wrapper(_after_first_ledger_read(lambda: _reserve_in_another_connection(spec))):
         report = ledger_check(account_id=setup.account.pk)

@@ -13,6 +13,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from django.utils import timezone
 
+from feeds.market import SCALE
 from dashboard.halts import entries_halt_by_reconciliation
 from dashboard.models import KillSwitch
 from dashboard.services import kill_switch_set
@@ -54,7 +55,7 @@ async def _crash_after_place(setup) -> str:  # type: ignore[no-untyped-def]
     spec = IntentSpec(
         client_order_id=f"ts-{setup.account.pk}-crashed000000001", account_id=setup.account.pk,
         strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=60 * 10**8,
+        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=60 * SCALE,
     )
     await database_sync_to_async(intent_create)(spec=spec)
     await PaperBroker(account_key=str(setup.account.pk)).place_order(

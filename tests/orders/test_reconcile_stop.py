@@ -159,6 +159,7 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
         # No new signal trades from here (the settings are read per signal); the entries in
         # flight, reserved and waiting for the broker's answer, are what the stop must settle.
         _rows(db, "UPDATE orders_tradesetting SET enabled = 0")
+        in_flight = {cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'PENDING'")}
         feed.send_signal(signal.SIGTERM)
         output, _ = feed.communicate(timeout=60)
         assert feed.returncode == 0, output
@@ -173,7 +174,10 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
     site_orders = {cid: (SITE_STATUS[status], filled) for cid, status, filled in _rows(
         db, "SELECT client_order_id, status, filled_quantity FROM orders_order WHERE account_id = ?", account)}
     assert site_orders == paper_orders
-    assert any(status in ("NEW", "PARTIALLY_FILLED") for status, _ in paper_orders.values())  # it stopped mid-trade
+    # It stopped mid-trade: entries were reserved and waiting for the broker; each one is settled now.
+    assert in_flight
+    settled = dict(_rows(db, "SELECT client_order_id, state FROM orders_orderintent"))
+    assert all(settled[cid] in ("PLACED", "ABANDONED") for cid in in_flight), {cid: settled[cid] for cid in in_flight}
     # Fills: every paper fill booked once, with its quantity and price.
     paper_fills = set(_rows(db, "SELECT 'PT' || f.id, f.quantity, f.price FROM orders_paperfill f "
                                 "JOIN orders_paperorder o ON o.id = f.order_id WHERE o.account_key = ?", account))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
-from feeds.market import SCALE, FeedData, MarketData
+from feeds.market import FeedData, MarketData, parse_fixed
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.routing import StrategySpec
 from processor.signals import Signal
@@ -16,7 +16,7 @@ FEED = "sim"
 def tick(symbol: str, ts_s: float, price: str | float = 100, volume: str | float = 1, trade_id: str | None = None) -> MarketData:
     ts = int(round(ts_s * 1e9))
     return MarketData(
-        symbol=symbol, price=int(round(float(price) * SCALE)), volume=int(round(float(volume) * SCALE)),
+        symbol=symbol, price=parse_fixed(str(price)), volume=parse_fixed(str(volume)),
         ts_event=ts, ts_recv=ts, trade_id=trade_id,
     )
 

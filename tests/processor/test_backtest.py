@@ -79,3 +79,56 @@ def test_a_malformed_row_names_its_line(tmp_path):
 def test_needs_a_tick_source():
     with pytest.raises(CommandError, match="--ticks"):
         backtest("--strategy", "ema", "--params", EMA)
+
+
+def random_walk_csv(path, *, symbols, ticks, seed=12):
+    """`ticks` trades spread over `symbols`, each a seeded random walk with random sizes."""
+    import random
+
+    rng = random.Random(seed)
+    prices = {symbol: 100.0 for symbol in symbols}
+    rows = []
+    for index in range(ticks):
+        symbol = symbols[rng.randrange(len(symbols))]
+        prices[symbol] = max(1.0, prices[symbol] * (1 + rng.uniform(-0.004, 0.004)))
+        rows.append(f"{1_000 + index * 10},{symbol},{prices[symbol]:.2f},{rng.uniform(0.1, 3):.3f}")
+    return write_csv(path, rows)
+
+
+def test_every_counted_signal_is_written_right_after_the_output_of_its_tick(tmp_path):
+    # Thousands of lines: the writer flushes its blocks many times, mid-batch and between symbols.
+    path = random_walk_csv(tmp_path / "walk.csv", symbols=["A", "B", "C"], ticks=30_000)
+    params = '{"bar_volume": "20", "lookback": 3, "hold_bars": 2, "cooldown_bars": 0}'
+    lines, summary = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path)
+    signals = [line for line in lines if line["type"] == "signal"]
+    assert len(signals) > 400
+    assert f"{len(signals)} signals" in summary
+    assert f"{len(lines) - len(signals)} outputs" in summary
+    # In exchange-time order across symbols, as the ticks happened.
+    times = [line["occurrence_time_ms"] for line in lines]
+    assert times == sorted(times)
+    position: dict[str, str] = {}
+    for previous, line in zip([None, *lines], lines):
+        symbol = line["symbol"]
+        if line["type"] == "output":
+            continue
+        # A signal follows the output of its tick (or the signal before it on that tick).
+        assert previous is not None and previous["symbol"] == symbol
+        assert previous["occurrence_time_ms"] == line["occurrence_time_ms"]
+        # And the symbol's signals alternate entry and exit: none is missing.
+        kind = line["kind"]
+        if kind.startswith("ENTRY"):
+            assert symbol not in position, (symbol, kind, position)
+            position[symbol] = kind.removeprefix("ENTRY_")
+        else:
+            assert position.pop(symbol, None) == kind.removeprefix("EXIT_"), (symbol, kind)
+
+
+def test_signals_only_holds_every_counted_signal(tmp_path):
+    path = random_walk_csv(tmp_path / "walk.csv", symbols=["A", "B", "C"], ticks=30_000, seed=5)
+    params = '{"bar_volume": "20", "lookback": 3, "hold_bars": 2, "cooldown_bars": 0}'
+    lines, summary = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path, "--signals-only")
+    assert len(lines) > 400 and all(line["type"] == "signal" for line in lines)
+    assert f"{len(lines)} signals" in summary
+    times = [line["occurrence_time_ms"] for line in lines]
+    assert times == sorted(times)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from feeds.market import SCALE
 from processor.signals import Position, SignalKind
 from processor.strategies.ema import EmaCrossover
 from tests.processor.factories import tick
@@ -62,7 +63,7 @@ def test_a_reversal_emits_the_exit_first_then_the_opposite_entry_on_the_same_tic
     rows, signals = run(ema, [tick("X", 33, 90)])
     assert [kind for _, kind, _, _ in signals] == [SignalKind.EXIT_LONG, SignalKind.ENTRY_SHORT]
     assert {index for index, _, _, _ in signals} == {0}
-    assert signals[0][2] == 90 * 10**8
+    assert signals[0][2] == 90 * SCALE
 
 
 def test_long_only_goes_flat_instead_of_short():

@@ -141,3 +141,34 @@ async def test_outputs_are_conflated_and_pushed_to_the_market_group():
     [(stored_signals, stored_outputs)] = stored
     assert len(stored_signals) == 1 and [o.occurrence_ns for o in stored_outputs] == [49 * 10**9]
     await processor.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(PROCESSOR_RECONCILE_INTERVAL_S=0.02)
+async def test_the_runtime_wires_held_positions_shed_batches_and_the_signal_backlog_into_health(runtime):
+    strategy = await database_sync_to_async(make_strategy)("ema-btc", ["BTC"])
+    asked = []
+
+    def held_position(strategy_id: int, feed: str, symbol: str):
+        from processor.signals import Position
+
+        asked.append((strategy_id, feed, symbol))
+        return Position.LONG
+
+    runtime.resources["held_position"] = held_position
+    await start(runtime)
+    await async_eventually(lambda: asyncio.sleep(0, routed(runtime) == {"ema-btc": {("sim", "BTC")}}))
+    processor = runtime.resources["processor"]
+    route = next(iter(processor.snapshot.routes_by_strategy.values()))
+    await async_eventually(lambda: asyncio.sleep(0, route.executor.has_open_positions()))
+    assert asked == [(strategy.pk, "sim", "BTC")]
+    assert runtime.health.get("processor:signals").status is Status.HEALTHY
+
+    # More batches than the processor's input queue holds, with no turn to take them.
+    fanout: FeedFanout = runtime.resources["fanout"]
+    for second in range(1, 1100):
+        fanout.publish(batch(tick("BTC", second, 100)))
+    reason = await asyncio.wait_for(processor.fatal, 5)  # it held a position: fail fast
+    assert "ema-btc degraded with open positions: processor input full" in reason
+    health = runtime.health.get("processor")
+    assert health.status is Status.BLOCKED and "input shed 75 feed batches (75 events)" in health.reason

@@ -1,11 +1,10 @@
 """`volume_breakout` against hand-computed bars: close-gated breakouts, hold, cooldown, reversal."""
 from __future__ import annotations
 
+from feeds.market import SCALE
 from processor.signals import Position, SignalKind
 from processor.strategies.volume_breakout import VolumeBreakout
 from tests.processor.factories import tick
-
-SCALE = 10**8
 
 
 def params(**overrides):
@@ -31,9 +30,9 @@ def test_a_bar_closes_on_the_tick_that_reaches_bar_volume_exactly_with_no_carry_
     rows, signals = [], []
     vb.fold([tick("X", 1, 10, "0.1"), tick("X", 2, 12, "0.1"), tick("X", 3, 9, "0.1"), tick("X", 4, 11, "0.5")], rows, signals)
     # 0.1 + 0.1 + 0.1 == 0.3 exactly (fixed point): the third tick closes bar 0.
-    assert rows[2] == (1_000_000_000, 3_000_000_000, 10 * SCALE, 12 * SCALE, 9 * SCALE, 9 * SCALE, 30_000_000)
+    assert rows[2] == (1_000_000_000, 3_000_000_000, 10 * SCALE, 12 * SCALE, 9 * SCALE, 9 * SCALE, 3 * SCALE // 10)
     # The next tick opens a new bar with only its own volume, and closes it (0.5 >= 0.3).
-    assert rows[3] == (4_000_000_000, 4_000_000_000, 11 * SCALE, 11 * SCALE, 11 * SCALE, 11 * SCALE, 50_000_000)
+    assert rows[3] == (4_000_000_000, 4_000_000_000, 11 * SCALE, 11 * SCALE, 11 * SCALE, 11 * SCALE, SCALE // 2)
     assert vb.closed_bars == 2
 
 

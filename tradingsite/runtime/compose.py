@@ -45,6 +45,28 @@ def _entry_controls() -> StartupTask:
     return StartupTask("load-entry-controls", Phase.ADD_FEEDS_AND_STRATEGIES, start)
 
 
+def _held_positions() -> StartupTask:
+    """Let each starting strategy execution resume the position the ledger says it holds."""
+
+    async def start(ctx: RuntimeContext) -> None:
+        from orders.audit import audit_record
+        from orders.positions import strategy_held_position
+        from processor.signals import Position
+
+        def held_position(strategy_id: int, feed: str, symbol: str) -> Position:
+            held = strategy_held_position(strategy_id, feed, symbol)
+            if held.disagreement:
+                audit_record(
+                    event="position.accounts_disagree", account_id=None, strategy_id=strategy_id,
+                    message=held.disagreement, details={"feed": feed, "symbol": symbol, "resumed": held.position.name},
+                )
+            return held.position
+
+        ctx.resources["held_position"] = held_position
+
+    return StartupTask("load-held-positions", Phase.ADD_FEEDS_AND_STRATEGIES, start)
+
+
 def _periodic_jobs() -> StartupTask:
     async def start(ctx: RuntimeContext) -> None:
         for job in PERIODIC_JOBS:
@@ -59,7 +81,7 @@ def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: boo
     `role` names the process in health reports ("site", "feed:binance"); a restarted
     process with the same role takes over its predecessor's reports.
     """
-    tasks = [_health_reporting(role), _entry_controls(), *feed_startup_tasks(feed_names)]
+    tasks = [_health_reporting(role), _entry_controls(), _held_positions(), *feed_startup_tasks(feed_names)]
     tasks += redis_publisher_startup_tasks()
     tasks += processor_startup_tasks()
     tasks += recovery_startup_tasks()

@@ -10,7 +10,7 @@ _MAX_TS = 4_102_444_800 * 10**9
 # The documented range of a fixed-point value (the numbers module's bound when it
 # declares one, else what the recorder's signed 64-bit columns hold), and of a plain
 # integer an event carries (sequence numbers).
-MAX_FIXED: int = getattr(market, "MAX_FIXED", 2**63 - 1)
+MAX_FIXED: int = market.FIXED_MAX_ABS
 MAX_INT = 2**63 - 1
 
 

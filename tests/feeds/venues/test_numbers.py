@@ -2,53 +2,111 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.market import FixedPointError, SCALE, parse_fixed
+from feeds.market import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE_DIGITS, FixedPointError, parse_fixed
 from feeds.venues.numbers import (
-    decimal_to_fixed, fixed, fixed_uncached, iso_utc_to_ns, json_fixed, ms_to_ns,
+    decimal_to_fixed, fixed, fixed_positive, fixed_uncached, iso_utc_to_ns, json_fixed, ms_to_ns, whole_to_fixed,
 )
 
-PRICES = st.decimals(min_value=Decimal("-9999999999"), max_value=Decimal("9999999999"), places=8, allow_nan=False)
+
+def scaled(value: Decimal) -> int:
+    """The exact fixed-point value of `value` (a wide context: 30 digits would round at 28)."""
+    with localcontext() as context:
+        context.prec = 80
+        return int(value.scaleb(SCALE_DIGITS))
+
+
+def as_decimal(units: int) -> Decimal:
+    return Decimal(f"{units}E-{SCALE_DIGITS}")
+
+
+# Every value in the documented range, in units of the last place.
+PRICES = st.integers(min_value=-FIXED_MAX_ABS, max_value=FIXED_MAX_ABS).map(as_decimal)
+
+
+def plain(value: Decimal) -> str:
+    with localcontext() as context:
+        context.prec = 80
+        return format(value, "f")
 
 
 @settings(max_examples=500, deadline=None)
 @given(PRICES, st.integers(min_value=0, max_value=4))
 def test_fixed_equals_the_reference_parser_for_any_plain_decimal(value: Decimal, pad: int) -> None:
-    text = format(value, "f") + ("0" * pad if "." in format(value, "f") else "")
-    assert fixed_uncached(text) == parse_fixed(text) == int(value * SCALE)
+    text = plain(value) + ("0" * pad if "." in plain(value) else "")
+    assert fixed_uncached(text) == parse_fixed(text) == scaled(value)
 
 
-@pytest.mark.parametrize("text", ["1_0", "1 ", " 1", "١٢", "", ".", "1e5", "1.2.3", "²", "0.000000001", "1" * 50, "nan"])
-def test_fixed_refuses_what_is_not_a_plain_decimal_with_8_places(text: str) -> None:
-    with pytest.raises(ValueError):
+def test_twelve_places_reach_the_last_digit() -> None:
+    assert fixed("0.000000000012") == 12
+    assert json_fixed(b"0.00000000012") == 120
+    assert json_fixed(b"1.2e-11") == 12
+    assert json_fixed(b'"0.000000012"') == 12_000
+    assert fixed("15000000.5") == 15_000_000_500_000_000_000  # BTC_JPY: beyond int64 at 12 places
+
+
+@pytest.mark.parametrize("text", [
+    "1_0", "1 ", " 1", "١٢", "", ".", "1e5", "1.2.3", "²", "nan",
+    "0.0000000000001",  # 13 places
+    "1" * 19, "1" * 19 + ".5", "-" + "1" * 19,  # beyond FIXED_MAX_ABS
+    "1" * 50, "0" * 60 + "1",  # too long to be a number a venue sends
+])
+def test_fixed_refuses_what_is_not_a_plain_decimal_in_range(text: str) -> None:
+    with pytest.raises(FixedPointError):
         fixed(text)
+
+
+def test_the_range_edge_is_inclusive() -> None:
+    edge = "9" * MAX_WHOLE_DIGITS + "." + "9" * SCALE_DIGITS
+    assert fixed(edge) == FIXED_MAX_ABS
+    assert json_fixed(edge.encode()) == FIXED_MAX_ABS
+    assert fixed("-" + edge) == -FIXED_MAX_ABS
+    assert fixed("0" * 5 + "1") == 10**SCALE_DIGITS  # leading zeros past the fast path still parse
 
 
 @settings(max_examples=300, deadline=None)
 @given(PRICES)
 def test_json_numbers_and_strings_decode_exactly(value: Decimal) -> None:
-    text = format(value, "f")
-    expected = int(value * SCALE)
+    text = plain(value)
+    expected = scaled(value)
     assert json_fixed(text.encode()) == expected
     assert json_fixed(f'"{text}"'.encode()) == expected
     assert json_fixed(format(value, "e").encode()) == expected
 
 
-@pytest.mark.parametrize("raw", [b'"', b'"x"', b"1e99999999", b"NaN", b"null", b"1e-9", b"1" + b"0" * 60])
+@pytest.mark.parametrize("raw", [
+    b'"', b'"x"', b"1e99999999", b"NaN", b"null", b"1e-13", b"1" + b"0" * 60, b"1e18", b"-1.5e18",
+    b"1000000000000000000", b"1_0e1", b" 1e5", b"\xff1", "١e1".encode(),
+])
 def test_json_fixed_refuses_non_numbers_and_out_of_range(raw: bytes) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(FixedPointError):
         json_fixed(raw)
 
 
 def test_decimal_to_fixed_accepts_trailing_zeros_but_not_extra_places() -> None:
-    assert decimal_to_fixed(Decimal("0.100000000000")) == 10_000_000
+    assert decimal_to_fixed(Decimal("0.100000000000000")) == 100_000_000_000
     with pytest.raises(FixedPointError):
-        decimal_to_fixed(Decimal("0.000000001"))
+        decimal_to_fixed(Decimal("0.0000000000001"))
+    with pytest.raises(FixedPointError):
+        decimal_to_fixed(Decimal("1E18"))
+
+
+def test_integer_quantities_are_range_checked() -> None:
+    assert whole_to_fixed(25) == 25 * 10**SCALE_DIGITS
+    with pytest.raises(FixedPointError):
+        whole_to_fixed(2**63 - 1)  # an int64 protobuf field: fits the wire, not the range
+
+
+def test_positive_refuses_zero_and_negative() -> None:
+    assert fixed_positive("0.000000000001") == 1
+    for text in ("0", "-1", "0.000"):
+        with pytest.raises(FixedPointError):
+            fixed_positive(text)
 
 
 @settings(max_examples=300, deadline=None)

@@ -18,7 +18,7 @@ from tests.feeds.venues import golden
 
 TS_MS = 1_732_924_800_123
 DEEP = b"[" * 1000 + b"]" * 1000
-BEYOND_INT64 = "99999999999.99999999"  # 11 whole digits: beyond a signed 64-bit integer once scaled
+BEYOND_RANGE = "9" * 19 + ".5"  # 19 whole digits: beyond the documented range (feeds.market.FIXED_MAX_ABS)
 
 
 def _binance(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
@@ -88,8 +88,8 @@ HOSTILE_FIELDS = {
     "negative price": (b"BTCUSDT", b"-96712.4", b"2", "price"),
     "negative size": (b"BTCUSDT", b"96712.4", b"-2", "size"),
     "empty symbol": (b"", b"96712.4", b"2", "symbol"),
-    "price beyond range": (b"BTCUSDT", BEYOND_INT64.encode(), b"2", "number"),
-    "size beyond range": (b"BTCUSDT", b"96712.4", BEYOND_INT64.encode(), "number"),
+    "price beyond range": (b"BTCUSDT", BEYOND_RANGE.encode(), b"2", "number"),
+    "size beyond range": (b"BTCUSDT", b"96712.4", BEYOND_RANGE.encode(), "number"),
 }
 CASES = [
     pytest.param(venue, *fields, id=f"{venue}: {name}")
