@@ -115,6 +115,16 @@ class RoundTrips:
             return original(wrapper)
 
         BaseDatabaseWrapper._commit = commit  # type: ignore[method-assign]
+        # A health check (Django's SELECT 1 before a connection's next use) is a round trip too.
+        from django.db.backends.postgresql.base import DatabaseWrapper
+
+        usable = DatabaseWrapper.is_usable
+
+        def is_usable(wrapper):  # type: ignore[no-untyped-def]
+            trips.statements += 1
+            return usable(wrapper)
+
+        DatabaseWrapper.is_usable = is_usable  # type: ignore[method-assign]
 
 
 def _executor():  # type: ignore[no-untyped-def]
@@ -184,6 +194,20 @@ def _bare_entry(conn, statements: int, commits: int) -> None:  # type: ignore[no
     conn.commit()
 
 
+def _commit_floor(url: str, count: int) -> list[float]:
+    """The server's floor for one durable transaction: one insert and its commit, per sample (ms)."""
+    import psycopg
+
+    samples = []
+    with psycopg.connect(url) as conn:
+        for _ in range(count):
+            started = time.perf_counter()
+            conn.execute("INSERT INTO bench_round_trips (v) VALUES (1)")
+            conn.commit()
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 def _bare_psycopg(url: str, statements: int, commits: int, entries: int, connections: int) -> tuple[list[float], float]:
     """The floor: a bare psycopg loop doing an entry's round trips; per-entry latencies (ms), entries/s on `connections`."""
     import threading
@@ -234,14 +258,16 @@ def main() -> None:
 
     trips = RoundTrips()
     trips.install()
+    cpu_started = time.process_time()
     samples = asyncio.run(_latency(latency_ids))
+    cpu_ms = (time.process_time() - cpu_started) * 1000 / len(samples)
     statements = round(trips.statements / len(samples))
     commits = round(trips.commits / len(samples))
     quantiles = statistics.quantiles(samples, n=100)
     print(
         f"signal -> order acknowledged (paper broker, PostgreSQL), {len(samples)} entries one at a time: "
         f"p50 {quantiles[49]:.1f} ms, p99 {quantiles[98]:.1f} ms, max {max(samples):.1f} ms "
-        f"({statements} statements and {commits} commits per entry)"
+        f"({statements} statements and {commits} commits per entry; {cpu_ms:.1f} ms of this process's CPU per entry)"
     )
     count, elapsed = asyncio.run(_throughput(throughput_ids))
     print(f"entries across {args.accounts} accounts through the SignalHub: {count / elapsed:,.0f} entries/s "
@@ -255,6 +281,8 @@ def main() -> None:
         f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time; "
         f"{bare_rate:,.0f} entries/s on {min(args.accounts, len(samples))} connections"
     )
+    floor = statistics.quantiles(_commit_floor(os.environ["DATABASE_URL"], len(samples)), n=100)
+    print(f"bare psycopg insert + commit (the server's durable-commit floor): p50 {floor[49]:.2f} ms, p99 {floor[98]:.2f} ms")
 
 
 if __name__ == "__main__":

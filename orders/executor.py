@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable, Optional
 
+from django.db import connection
+
 from orders import lifecycle
 from orders.audit import audit_record
 from orders.brokers.base import (
@@ -723,13 +725,10 @@ def _entry_blocked(spec: IntentSpec) -> EntryBlocked | None:
     One active entry per account and instrument, whatever the strategy: an open
     position (or one whose entry is still working) or a pending entry intent blocks it.
     """
-    if OrderIntent.objects.filter(client_order_id=spec.client_order_id).exists():
+    duplicate, position_id, pending = _entry_state(spec)
+    if duplicate:
         return EntryBlocked(Outcome.DUPLICATE, "this signal was already handled")
-    position = (
-        Position.objects.filter(account_id=spec.account_id, instrument_id=spec.instrument_id, state=Position.State.OPEN)
-        .order_by("id")
-        .first()
-    )
+    position = Position.objects.get(pk=position_id) if position_id is not None else None
     if position is not None:
         if position.strategy_id != spec.strategy_id:
             return EntryBlocked(
@@ -748,19 +747,33 @@ def _entry_blocked(spec: IntentSpec) -> EntryBlocked | None:
                 reversal=reversal,
             )
         return EntryBlocked(Outcome.POSITION_OPEN, f"a {position.side} position is already open")
-    pending = (
-        OrderIntent.objects.filter(
-            account_id=spec.account_id,
-            instrument_id=spec.instrument_id,
-            intent=Intent.ENTRY,
-            state=OrderIntent.State.PENDING,
-        )
-        .values_list("client_order_id", flat=True)
-        .first()
-    )
     if pending is not None:
         return EntryBlocked(Outcome.POSITION_OPEN, f"entry {pending} is in flight here")
     return None
+
+
+def _entry_state(spec: IntentSpec) -> tuple[bool, int | None, str | None]:
+    """(this signal already has its intent, the open position here, a pending entry intent here): one round trip.
+
+    Run after the ledger row lock is taken, as its own statement: a statement started
+    before the lock was granted would read a snapshot from before the entry that held it.
+    """
+    intents = connection.ops.quote_name(OrderIntent._meta.db_table)
+    positions = connection.ops.quote_name(Position._meta.db_table)
+    sql = (
+        f"SELECT EXISTS (SELECT 1 FROM {intents} WHERE client_order_id = %s), "
+        f"(SELECT id FROM {positions} WHERE account_id = %s AND instrument_id = %s AND state = %s ORDER BY id LIMIT 1), "
+        f"(SELECT client_order_id FROM {intents} WHERE account_id = %s AND instrument_id = %s AND intent = %s "
+        f"AND state = %s ORDER BY id LIMIT 1)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [
+            spec.client_order_id,
+            spec.account_id, spec.instrument_id, Position.State.OPEN,
+            spec.account_id, spec.instrument_id, Intent.ENTRY, OrderIntent.State.PENDING,
+        ])
+        duplicate, position_id, pending = cursor.fetchone()
+    return bool(duplicate), position_id, pending
 
 
 def _exit_working(position: Position) -> bool:

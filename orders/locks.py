@@ -1,8 +1,9 @@
 """Row leases with TTL and owner tokens (seed 003: fn_try_acquire/fn_release_entry_lock_row).
 
-`lock_acquire` is one conditional UPDATE (take the row if it is free, expired or
-already ours), with an INSERT the first time a scope is used; both run in autocommit,
-outside any caller transaction, so a lease is visible to other processes at once.
+`lock_acquire` is one conditional upsert (create the row the first time a scope is
+used, else take it if it is free, expired or already ours). On its own it runs in
+autocommit, so a lease is visible to other processes at once; the executor takes it
+inside its reserve transaction instead, so the lease commits with the reservation.
 A lease that outlives its holder (a killed process) frees itself at `expires_at`.
 """
 from __future__ import annotations
@@ -12,8 +13,7 @@ import time
 from datetime import datetime, timedelta
 from typing import Callable
 
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import connection
 from django.utils import timezone
 
 from orders.metrics import LOCK_ACQUIRE_SECONDS, LOCK_CONTENTION
@@ -42,18 +42,7 @@ def lock_acquire(
     """Take the lease for `owner`; return False (and count contention) if someone else holds it."""
     started = time.monotonic()
     current = now()
-    expires = current + timedelta(seconds=ttl_s)
-    taken = _take(account_id, scope, owner, current, expires)
-    if not taken and not EntryLock.objects.filter(account_id=account_id, scope=scope).exists():
-        try:
-            with transaction.atomic():
-                EntryLock.objects.create(
-                    account_id=account_id, scope=scope, owner=owner, expires_at=expires, acquired_at=current
-                )
-            taken = True
-        except IntegrityError:
-            # Created by another process in between: the conditional take decides.
-            taken = _take(account_id, scope, owner, current, expires)
+    taken = _take(account_id, scope, owner, current, current + timedelta(seconds=ttl_s))
     LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
     if not taken:
         LOCK_CONTENTION.labels(scope.split(":", 1)[0]).inc()
@@ -61,18 +50,35 @@ def lock_acquire(
 
 
 def _take(account_id: int, scope: str, owner: str, current: datetime, expires: datetime) -> bool:
-    """One conditional UPDATE: the row is ours if free, expired or already held by `owner`."""
-    return bool(
-        EntryLock.objects.filter(account_id=account_id, scope=scope)
-        .filter(Q(expires_at__lt=current) | Q(owner=owner) | Q(owner=""))
-        .update(owner=owner, expires_at=expires, acquired_at=current)
+    """One statement: create the scope's row, or take it if free, expired or already held by `owner`.
+
+    The row is updated only when that condition holds, and RETURNING names it only
+    then; a concurrent taker of the same row waits for this one's commit and then
+    re-evaluates the condition against the committed row.
+    """
+    ops = connection.ops
+    table = ops.quote_name(EntryLock._meta.db_table)
+    at, until = ops.adapt_datetimefield_value(current), ops.adapt_datetimefield_value(expires)
+    sql = (
+        f"INSERT INTO {table} (account_id, scope, owner, expires_at, acquired_at) VALUES (%s, %s, %s, %s, %s) "
+        f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, "
+        f"acquired_at = excluded.acquired_at "
+        f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner OR {table}.owner = '' "
+        f"RETURNING id"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [account_id, scope, owner, until, at])
+        return cursor.fetchone() is not None
 
 
 def lock_release(*, account_id: int, scope: str, owner: str) -> bool:
     """Give the lease back if `owner` still holds it; return whether it did."""
-    return bool(
-        EntryLock.objects.filter(account_id=account_id, scope=scope, owner=owner).update(
-            owner="", expires_at=timezone.now()
-        )
+    ops = connection.ops
+    released = timezone.now()
+    sql = (
+        f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s "
+        f"WHERE account_id = %s AND scope = %s AND owner = %s"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [ops.adapt_datetimefield_value(released), account_id, scope, owner])
+        return cursor.rowcount > 0

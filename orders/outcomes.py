@@ -10,13 +10,19 @@ owner; for a signal that reached no account, everyone whose accounts trade the s
 from __future__ import annotations
 
 import logging
+import time
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+from django.utils import timezone
 
 from orders.audit import audit_record
+from orders.events import send_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, Outcome
@@ -38,7 +44,12 @@ def signal_outcome_record(
     reason: str = "",
     client_order_id: str = "",
 ) -> SignalOutcome:
-    """Record (or replace) what became of `signal` on `account_id`, with its audit event and metric."""
+    """Record (or replace) what became of `signal` on `account_id`, with its audit event and metric.
+
+    The row is one upsert statement on its (signal, account) key, so a concurrent
+    decision on the same signal (another process) is serialized by the database and
+    the later one wins, with no read before the write.
+    """
     key = signal_key(signal)
     values = {
         "strategy_id": signal.strategy_id,
@@ -48,20 +59,12 @@ def signal_outcome_record(
         "signal_kind": str(signal.kind),
         "output_id": signal.output_id,
         "occurrence_ns": signal.occurrence_ns,
-        "outcome": outcome,
+        "outcome": str(outcome),
         "reason": reason[:500],
         "client_order_id": client_order_id,
     }
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                row, _ = SignalOutcome.objects.update_or_create(signal_key=key, account_id=account_id, defaults=values)
-        except IntegrityError:
-            # Created by a concurrent decision on the same signal: the update decides.
-            row = SignalOutcome.objects.get(signal_key=key, account_id=account_id)
-            for name, value in values.items():
-                setattr(row, name, value)
-            row.save()
+    with transaction.atomic(savepoint=False):
+        row = _outcome_upsert(key, account_id, values)
         audit_record(
             event=f"signal.{outcome}",
             account_id=account_id,
@@ -73,6 +76,32 @@ def signal_outcome_record(
         _push_outcome_on_commit(row)
     SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
     return row
+
+
+def _outcome_upsert(key: str, account_id: int | None, values: dict[str, Any]) -> SignalOutcome:
+    """INSERT ... ON CONFLICT DO UPDATE on the partial unique index that applies; return the row as written."""
+    now = timezone.now()
+    table = connection.ops.quote_name(SignalOutcome._meta.db_table)
+    names = ["signal_key", "account_id", *values, "created_at", "updated_at"]
+    stored = connection.ops.adapt_datetimefield_value(now)
+    params = [key, account_id, *values.values(), stored, stored]
+    if account_id is None:
+        target = "(signal_key) WHERE account_id IS NULL"
+    else:
+        target = "(signal_key, account_id) WHERE account_id IS NOT NULL"
+    updates = ", ".join(f"{name} = excluded.{name}" for name in [*values, "updated_at"])
+    sql = (
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) "
+        f"ON CONFLICT {target} DO UPDATE SET {updates} RETURNING id, created_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row_id, created_at = cursor.fetchone()
+    if isinstance(created_at, str):
+        created_at = datetime.fromisoformat(created_at)
+    if timezone.is_naive(created_at):  # SQLite stores UTC without its offset
+        created_at = created_at.replace(tzinfo=dt_timezone.utc)
+    return SignalOutcome(id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values)
 
 
 def signal_outcome_settle(*, client_order_id: str, outcome: Outcome, reason: str = "") -> int:
@@ -128,34 +157,54 @@ def outcome_event(row: SignalOutcome) -> dict[str, Any]:
 
 def _push_outcome_on_commit(row: SignalOutcome) -> None:
     # Built now, so the push shows this decision even if a later one lands before commit.
-    event = outcome_event(row)
-    account_id, strategy_id = row.account_id, row.strategy_id
-    transaction.on_commit(lambda: push_outcome_rollback_unsafe(account_id=account_id, strategy_id=strategy_id, event=event))
-
-
-def push_outcome_rollback_unsafe(*, account_id: int | None, strategy_id: int | None, event: dict[str, Any]) -> None:
-    """Send one outcome to the dashboards allowed to see it, now; a failed push is logged, the row keeps the truth."""
     layer = get_channel_layer()
     if layer is None:
         return
+    event = outcome_event(row)
+    try:
+        audience = _audience(row.account_id, row.strategy_id)
+    except Exception:  # a dashboard that misses a push shows the outcome on its next load
+        log.warning("orders: signal outcome push for account %s failed", row.account_id, exc_info=True)
+        return
+    if audience is None:
+        return
+    owners, account_name = audience
+    message = {**event, "account_name": account_name}
+
+    async def send() -> None:
+        for owner_id in owners:
+            await layer.group_send(user_group(owner_id), message)
+
+    send_after_commit(send, f"signal outcome push for account {row.account_id}")
+
+
+# An account's owner never changes and its name rarely does: a push may show a name
+# up to this old rather than read the account on every decision.
+ACCOUNT_CACHE_S = 10.0
+_accounts: dict[int, tuple[float, int, str]] = {}
+
+
+@receiver([post_save, post_delete], sender="orders.Account", dispatch_uid="orders.outcomes.account_cache")
+def _forget_account(sender: type, instance: Any, **kwargs: Any) -> None:
+    _accounts.pop(instance.pk, None)
+
+
+def _audience(account_id: int | None, strategy_id: int | None) -> tuple[list[int], str] | None:
+    """Who may see an outcome (owner ids) and the account's name; None when no one."""
     from orders.models import Account, TradeSetting
 
-    try:
-        if account_id is not None:
-            owner = Account.objects.filter(pk=account_id).values("owner_id", "name").first()
+    if account_id is not None:
+        cached = _accounts.get(account_id)
+        if cached is None or time.monotonic() - cached[0] > ACCOUNT_CACHE_S:
+            owner = Account.objects.filter(pk=account_id).values_list("owner_id", "name").first()
             if owner is None:
-                return
-            event = {**event, "account_name": owner["name"]}
-            owners = [owner["owner_id"]]
-        elif strategy_id is not None:
-            # No account traded it: the same users who see the strategy's signals.
-            owners = list(
-                TradeSetting.objects.filter(strategy_id=strategy_id).values_list("account__owner_id", flat=True).distinct()
-            )
-            event = {**event, "account_name": ""}
-        else:
-            return
-        for owner_id in owners:
-            async_to_sync(layer.group_send)(user_group(owner_id), event)
-    except Exception:  # a dashboard that misses a push shows the outcome on its next load
-        log.warning("orders: signal outcome push for account %s failed", account_id, exc_info=True)
+                return None
+            cached = _accounts[account_id] = (time.monotonic(), owner[0], owner[1])
+        return [cached[1]], cached[2]
+    if strategy_id is not None:
+        # No account traded it: the same users who see the strategy's signals.
+        owners = list(
+            TradeSetting.objects.filter(strategy_id=strategy_id).values_list("account__owner_id", flat=True).distinct()
+        )
+        return owners, ""
+    return None
