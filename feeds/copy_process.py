@@ -25,7 +25,7 @@ import msgspec
 
 from feeds.copy_worker import CONNINFO_ENV, SKIPPED, frame, wide_int
 from feeds.tick_refusals import Refusal
-from feeds.tick_writer import CheckpointRow, TickRow, WriteSkipped
+from feeds.tick_rows import CheckpointRow, TickRow, WriteSkipped
 
 log = logging.getLogger(__name__)
 

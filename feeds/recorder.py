@@ -22,18 +22,11 @@ from typing import Awaitable, Callable, Mapping, Sequence
 from feeds.market import FeedData, MarketData, Side
 from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
 from feeds.tick_refusals import Refusal
+from feeds.instrument_key import InstrumentKey
 from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
 from tradingsite.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class InstrumentKey:
-    """Where ticks of one (feed, venue symbol) go."""
-
-    instrument_id: int
-    feed_id: int
 
 
 @dataclass

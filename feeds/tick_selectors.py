@@ -7,7 +7,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
 
 from feeds.models import Instrument, Tick
-from feeds.recorder import InstrumentKey
+from feeds.instrument_key import InstrumentKey
 
 
 class InstrumentNotFound(LookupError):

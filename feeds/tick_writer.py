@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Awaitable, Callable, Protocol, Sequence
 
 import psycopg
@@ -20,6 +19,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
 from feeds.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
+from feeds.tick_rows import CheckpointRow, TickRow, WriteSkipped
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,6 @@ ROW_ERRORS: tuple[type[Exception], ...] = (
     DataError, IntegrityError, psycopg.DataError, psycopg.IntegrityError, *PYTHON_ROW_ERRORS,
 )
 
-# instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, trade_id, side
-TickRow = tuple[int, int, int, int, int, int | None, str, str]
 TICK_COLUMNS = (
     "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side",
 )
@@ -39,27 +37,10 @@ TICK_COLUMNS = (
 _COPY_TYPES = ["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"]
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    """The last tick of a (feed, venue symbol) in a batch."""
-
-    feed_id: int
-    venue_symbol: str
-    trade_id: str
-    ts_event: int
-    price: int
-    volume: int
-    side: str
-
-
 class TickWriter(Protocol):
     def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> Sequence[Refusal] | None:
         """Persist `rows` and upsert `checkpoints` in one transaction; return the refused rows."""
         ...
-
-
-class WriteSkipped(RuntimeError):
-    """A batch refused unwritten because an earlier one failed (see PipelinedWriter)."""
 
 
 class PipelinedWriter(Protocol):

@@ -10,7 +10,8 @@ from channels.db import database_sync_to_async
 from feeds.fanout import FeedFanout, drain
 from feeds.market import FeedData, Side
 from feeds.models import StreamCheckpoint, Tick
-from feeds.recorder import InstrumentKey, TickRecorder
+from feeds.instrument_key import InstrumentKey
+from feeds.recorder import TickRecorder
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import (
     BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, pipelined_writer_for_database, writer_for_database,
