@@ -401,14 +401,13 @@ class TradeExecutor:
                     )
                 if blocked is not _LEASE_HELD:
                     break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                next_delay_s = await self._backoff(deadline, delay_s, cap_s=0.5)
+                if next_delay_s is None:
                     return await self._record(
                         signal, plan.account_id, Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL",
                         client_order_id=cid, entry=True,
                     )
-                await self._sleep(min(delay_s, remaining))
-                delay_s = min(delay_s * 2, 0.5)
+                delay_s = next_delay_s
             if intent is None:
                 assert blocked is not None
                 return blocked
@@ -432,11 +431,18 @@ class TradeExecutor:
         while True:
             if await in_db_thread(_position_closed)(position_id):
                 return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._stopping:
+            next_delay_s = None if self._stopping else await self._backoff(deadline, delay_s, cap_s=0.25)
+            if next_delay_s is None:
                 return False
-            await self._sleep(min(delay_s, remaining))
-            delay_s = min(delay_s * 2, 0.25)
+            delay_s = next_delay_s
+
+    async def _backoff(self, deadline: float, delay_s: float, *, cap_s: float) -> float | None:
+        """Sleep one step of a doubling wait; return the next step, or None once `deadline` (monotonic) has passed."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        await self._sleep(min(delay_s, remaining))
+        return min(delay_s * 2, cap_s)
 
     def _blocked(self, spec: IntentSpec) -> EntryBlocked | None:
         """The kill switch, then the lifecycle re-check: run under the lease, in the reserve transaction.
@@ -464,12 +470,11 @@ class TradeExecutor:
             while not await in_db_thread(lock_acquire)(
                 account_id=plan.account_id, scope=scope, owner=owner, ttl_s=self.config.lock_ttl_s
             ):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                next_delay_s = await self._backoff(deadline, delay_s, cap_s=0.5)
+                if next_delay_s is None:
                     yield False
                     return
-                await self._sleep(min(delay_s, remaining))
-                delay_s = min(delay_s * 2, 0.5)
+                delay_s = next_delay_s
             try:
                 yield True
             finally:
