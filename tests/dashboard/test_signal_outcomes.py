@@ -12,23 +12,12 @@ from orders.models import Outcome, SignalOutcome
 from orders.outcomes import signal_outcome_record
 from processor.models import StrategySignal
 from processor.signals import Signal, SignalKind
-from tests.orders.factories import Setup, make_instrument, make_setup, make_signal, make_strategy
+from tests.orders.factories import Setup, logged_in, make_instrument, make_setup, make_signal, make_strategy
+from tests.orders.factories import stored_signal as stored
 
 pytestmark = pytest.mark.django_db
 
 
-def stored(signal: Signal) -> StrategySignal:
-    return StrategySignal.objects.create(
-        strategy_id=signal.strategy_id, strategy_name=signal.strategy_name, feed=signal.feed, symbol=signal.symbol,
-        kind=str(signal.kind), price_fixed=signal.price, emitted_at="2026-11-30T00:00:00Z",
-        occurrence_ns=signal.occurrence_ns, output_id=signal.output_id,
-    )
-
-
-def logged_in(setup: Setup) -> Client:
-    client = Client()
-    client.force_login(setup.account.owner)
-    return client
 
 
 @pytest.fixture

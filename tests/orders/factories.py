@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from feeds.market import MarketData, parse_fixed
 from feeds.models import Feed, Instrument, MarketType
 from orders.ledger import ledger_open
 from orders.models import Account, TradeSetting
-from processor.models import Strategy
+from processor.models import Strategy, StrategySignal
 from processor.signals import Signal, SignalKind
 
 _seq = itertools.count(1)
@@ -88,3 +89,19 @@ def make_signal(
 def tick(price: str, volume: str, *, symbol: str = "BTCUSDT", ts_recv: int | None = None) -> MarketData:
     ts = ts_recv if ts_recv is not None else time.time_ns() + 1_000_000_000
     return MarketData(symbol=symbol, price=parse_fixed(price), volume=parse_fixed(volume), ts_event=ts, ts_recv=ts)
+
+
+def stored_signal(signal: Signal) -> StrategySignal:
+    """The row the processor stores for `signal` (what the API and the dashboard list)."""
+    return StrategySignal.objects.create(
+        strategy_id=signal.strategy_id, strategy_name=signal.strategy_name, feed=signal.feed, symbol=signal.symbol,
+        kind=str(signal.kind), price_fixed=signal.price, emitted_at="2026-11-30T00:00:00Z",
+        occurrence_ns=signal.occurrence_ns, output_id=signal.output_id,
+    )
+
+
+def logged_in(setup: Setup) -> Client:
+    """A test client logged in as the owner of the setup's account."""
+    client = Client()
+    client.force_login(setup.account.owner)
+    return client
