@@ -180,7 +180,7 @@ class StrategySerializer(serializers.ModelSerializer):
     def get_trade_settings(self, strategy: Strategy) -> list[dict[str, Any]]:
         """Only the caller's own trade settings of this strategy."""
         mine = [s for s in strategy.trade_settings.all() if s.account.owner_id == self.context["request"].user.pk]
-        return TradeSettingBriefSerializer(mine, many=True).data
+        return TradeSettingBriefSerializer(mine, many=True).data  # type: ignore[return-value]  # a ReturnList with many=True
 
 
 class PromptSerializer(serializers.ModelSerializer):

@@ -2,6 +2,7 @@
 user's object is simply not there: a 404, the same as one that does not exist."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
@@ -57,7 +58,7 @@ class AccountViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.accounts_with_ledger_for_user(self.request.user)
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         context["halted"] = selectors.entries_halted_by_account(self.request.user)
         return context
 
@@ -126,7 +127,7 @@ class SignalViewSet(viewsets.ReadOnlyModelViewSet):
         return signals
 
     # Outcomes are attached to the page (or the one signal) in a single query: no query per signal.
-    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
+    def paginate_queryset(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any] | None:
         page = super().paginate_queryset(queryset)
         return None if page is None else selectors.signal_outcomes_attach(self.request.user, page)
 

@@ -128,8 +128,8 @@ async def bench_runtime() -> None:
                 latencies.append((exchanged - started, Resumable.resumed_at - started))
             for task in tasks:
                 task.cancel()
-            exchange_ms = sorted(l[0] * 1000 for l in latencies)
-            resume_ms = sorted(l[1] * 1000 for l in latencies)
+            exchange_ms = sorted(exchanged_s * 1000 for exchanged_s, _ in latencies)
+            resume_ms = sorted(resumed_s * 1000 for _, resumed_s in latencies)
             print(f"code submitted -> token VALID in DB (local fake broker): median {exchange_ms[5]:.1f} ms, max {exchange_ms[-1]:.1f} ms")
             print(f"code submitted -> datasource resumed (state poll {poll_s * 1000:.0f} ms): "
                   f"median {resume_ms[5]:.1f} ms, max {resume_ms[-1]:.1f} ms")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from dashboard.models import ControlAction, ControlAudit
@@ -28,7 +28,7 @@ class Decision(str, Enum):
     KEEP_WAITING = "wait"
 
 
-def intents_needing_decision_for_user(user: AbstractBaseUser) -> list[OrderIntent]:
+def intents_needing_decision_for_user(user: User) -> list[OrderIntent]:
     """The user's pending intents a person was asked to decide on, oldest prompt first."""
     if not user.is_authenticated:
         return []
@@ -41,7 +41,7 @@ def intents_needing_decision_for_user(user: AbstractBaseUser) -> list[OrderInten
     )
 
 
-def unresolved_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def unresolved_panel(user: User) -> dict[str, Any]:
     """Context of the "Orders needing a decision" panel."""
     rows = [
         {"intent": intent, "quantity": fixed_to_str(intent.quantity), "reserved": fixed_to_str(intent.reserved)}
@@ -50,7 +50,7 @@ def unresolved_panel(user: AbstractBaseUser) -> dict[str, Any]:
     return {"unresolved": rows}
 
 
-def intent_decide(*, actor: AbstractBaseUser, client_order_id: str, decision: Decision, reason: str = "") -> bool:
+def intent_decide(*, actor: User, client_order_id: str, decision: Decision, reason: str = "") -> bool:
     """Apply the actor's decision on one of their prompted intents; return whether it changed anything."""
     intent = OrderIntent.objects.select_related("account").get(
         client_order_id=client_order_id, account__owner_id=actor.pk, operator_prompted_at__isnull=False

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from dashboard import selectors
 from dashboard.decisions import unresolved_panel
@@ -41,13 +41,13 @@ def _money(value: int | None) -> str | None:
     return None if value is None else fixed_to_str(value)
 
 
-def prices_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def prices_panel(user: User) -> dict[str, Any]:
     visible = selectors.visible_strategy_ids(user_id=user.pk)
     instruments = (
         Instrument.objects.filter(feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades")
         .select_related("feed").prefetch_related("strategies").distinct()
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for instrument in instruments:
         strategies = [s for s in instrument.strategies.all() if s.pk in visible]
         rows.append({"instrument": instrument, "strategies": strategies})
@@ -55,13 +55,13 @@ def prices_panel(user: AbstractBaseUser) -> dict[str, Any]:
     return {"instruments": rows, "chart_signals": chart_signals(user, symbols)}
 
 
-def chart_signals(user: AbstractBaseUser, symbols: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+def chart_signals(user: User, symbols: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
     """The recent signals of the charted instruments with their outcomes, oldest first, shaped like the live pushes.
 
     A reload draws the same markers the live page had: traded, not traded (and why) or pending.
     """
     recent = selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:CHART_SIGNALS]
-    drawn = []
+    drawn: list[dict[str, Any]] = []
     for signal in reversed(selectors.signal_outcomes_attach(user, recent)):
         symbol = symbols.get((signal.feed, signal.symbol))
         if symbol is None:
@@ -80,23 +80,24 @@ def chart_signals(user: AbstractBaseUser, symbols: dict[tuple[str, str], str]) -
     return drawn
 
 
-def signals_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def signals_panel(user: User) -> dict[str, Any]:
     recent = selectors.signals_for_user(user).order_by("-emitted_at", "-id")[:RECENT_ROWS]
     return {"signals": selectors.signal_outcomes_attach(user, recent)}
 
 
-def trading_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def trading_panel(user: User) -> dict[str, Any]:
     positions = []
     for position in selectors.positions_for_user(user).filter(state="OPEN")[:RECENT_ROWS]:
+        last_price: int | None = position.last_price  # type: ignore[attr-defined]  # annotated by the selector
         pnl = unrealized_pnl(
-            side=position.side, quantity=position.quantity, cost=position.cost, last_price=position.last_price,
+            side=position.side, quantity=position.quantity, cost=position.cost, last_price=last_price,
             multiplier=fixed_from_decimal(position.instrument.contract_multiplier),
         )
         average = position.average_price
         positions.append(PositionRow(
             position=position, quantity=fixed_to_str(position.quantity),
             average_price="–" if average is None else str(average), realized_pnl=fixed_to_str(position.realized_pnl),
-            last_price=_money(position.last_price), unrealized_pnl=_money(pnl),
+            last_price=_money(last_price), unrealized_pnl=_money(pnl),
             unrealized_sign=0 if not pnl else (1 if pnl > 0 else -1),
             cost=fixed_to_str(position.cost),
             multiplier=fixed_to_str(fixed_from_decimal(position.instrument.contract_multiplier)),
@@ -108,7 +109,7 @@ def trading_panel(user: AbstractBaseUser) -> dict[str, Any]:
     }
 
 
-def accounts_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def accounts_panel(user: User) -> dict[str, Any]:
     halted = selectors.entries_halted_by_account(user)
     switches = selectors.kill_switches_for_user(user)
     accounts = []
@@ -133,7 +134,7 @@ def accounts_panel(user: AbstractBaseUser) -> dict[str, Any]:
     }
 
 
-def controls_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def controls_panel(user: User) -> dict[str, Any]:
     return {
         "trade_settings": list(selectors.trade_settings_for_user(user).order_by("strategy__name", "account__name")),
         "strategies": list(selectors.strategies_for_user(user).order_by("name")),
@@ -141,13 +142,13 @@ def controls_panel(user: AbstractBaseUser) -> dict[str, Any]:
     }
 
 
-def health_panel(user: AbstractBaseUser) -> dict[str, Any]:
+def health_panel(user: User) -> dict[str, Any]:
     if not user.is_staff:
         return {"components": None}
     return {"components": component_health_effective()}
 
 
-PANELS: dict[str, Callable[[AbstractBaseUser], dict[str, Any]]] = {
+PANELS: dict[str, Callable[[User], dict[str, Any]]] = {
     "prices": prices_panel,
     "signals": signals_panel,
     "trading": trading_panel,
@@ -158,5 +159,5 @@ PANELS: dict[str, Callable[[AbstractBaseUser], dict[str, Any]]] = {
 }
 
 
-def panel_context(name: str, user: AbstractBaseUser) -> dict[str, Any]:
+def panel_context(name: str, user: User) -> dict[str, Any]:
     return PANELS[name](user)

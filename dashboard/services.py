@@ -12,7 +12,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -29,7 +29,7 @@ CONTROLS_MESSAGE = "dashboard.controls"
 
 
 def _audit(
-    *, actor: AbstractBaseUser, action: ControlAction, target: str, before: dict[str, Any], after: dict[str, Any],
+    *, actor: User, action: ControlAction, target: str, before: dict[str, Any], after: dict[str, Any],
     account_id: int | None = None, reason: str = "",
 ) -> ControlAudit:
     CONTROL_CHANGES.labels(action.value).inc()
@@ -53,7 +53,7 @@ def _push_controls_on_commit(group: str, change: dict[str, Any]) -> None:
     transaction.on_commit(lambda: _push_controls_rollback_unsafe(group, change))
 
 
-def strategy_set_enabled(*, actor: AbstractBaseUser, strategy_id: int, enabled: bool, reason: str = "") -> Strategy:
+def strategy_set_enabled(*, actor: User, strategy_id: int, enabled: bool, reason: str = "") -> Strategy:
     """Enable or disable a strategy (staff only); the processor picks it up on its next reconcile."""
     if not getattr(actor, "is_staff", False):
         raise PermissionDenied("only staff switch strategies: a strategy trades for every account")
@@ -73,7 +73,7 @@ def strategy_set_enabled(*, actor: AbstractBaseUser, strategy_id: int, enabled: 
 
 
 def trade_setting_set_enabled(
-    *, actor: AbstractBaseUser, trade_setting_id: int, enabled: bool, reason: str = ""
+    *, actor: User, trade_setting_id: int, enabled: bool, reason: str = ""
 ) -> Any:
     """Enable or disable one of the actor's trade settings; another user's is DoesNotExist."""
     with transaction.atomic():
@@ -93,7 +93,7 @@ def trade_setting_set_enabled(
 
 
 def kill_switch_set(
-    *, actor: AbstractBaseUser, account_id: int | None, engaged: bool, reason: str = ""
+    *, actor: User, account_id: int | None, engaged: bool, reason: str = ""
 ) -> KillSwitch:
     """Engage or release the global kill switch (account_id None, staff only) or an account's.
 

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from dashboard.decisions import Decision, intent_decide
-from dashboard.views import _answer
+from dashboard.views import _answer, request_user
 
 
 def _decide(decision: Decision) -> Any:
@@ -18,7 +18,7 @@ def _decide(decision: Decision) -> Any:
             return _answer(request, False, "not changed: the decision was not confirmed", status=400)
         try:
             changed = intent_decide(
-                actor=request.user, client_order_id=client_order_id, decision=decision,
+                actor=request_user(request), client_order_id=client_order_id, decision=decision,
                 reason=request.POST.get("reason", "").strip(),
             )
         except ObjectDoesNotExist:

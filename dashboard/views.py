@@ -1,9 +1,10 @@
 """The dashboard page, its panel fragments and the control endpoints (POST, confirmed)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -14,11 +15,16 @@ from dashboard import services
 from dashboard.panels import PANELS, panel_context
 
 
+def request_user(request: HttpRequest) -> User:
+    # LoginRequiredMiddleware admits only logged-in users to every dashboard view.
+    return cast(User, request.user)
+
+
 @require_GET
 def dashboard_page(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {}
     for name in PANELS:
-        context.update(panel_context(name, request.user))
+        context.update(panel_context(name, request_user(request)))
     return render(request, "dashboard.html", context)
 
 
@@ -28,7 +34,7 @@ def panel(request: HttpRequest, name: str) -> HttpResponse:
     """One panel, server-rendered, for the browser to swap in after a pushed change."""
     if name not in PANELS:
         raise Http404(f"no panel {name!r}")
-    return render(request, f"dashboard/{name}.html", panel_context(name, request.user))
+    return render(request, f"dashboard/{name}.html", panel_context(name, request_user(request)))
 
 
 def _answer(request: HttpRequest, ok: bool, message: str, status: int = 200) -> HttpResponse:
@@ -38,7 +44,7 @@ def _answer(request: HttpRequest, ok: bool, message: str, status: int = 200) -> 
     return redirect("dashboard")
 
 
-def _control(change: Callable[[HttpRequest, bool, str], str]) -> Callable[..., HttpResponse]:
+def _control(change: Callable[..., str]) -> Callable[..., HttpResponse]:
     """Shared shape of a control: POST, explicit confirmation, a 0/1 value, a reason."""
 
     @require_POST
@@ -60,18 +66,18 @@ def _control(change: Callable[[HttpRequest, bool, str], str]) -> Callable[..., H
 
 
 def _strategy(request: HttpRequest, on: bool, reason: str, *, pk: int) -> str:
-    strategy = services.strategy_set_enabled(actor=request.user, strategy_id=pk, enabled=on, reason=reason)
+    strategy = services.strategy_set_enabled(actor=request_user(request), strategy_id=pk, enabled=on, reason=reason)
     return f"strategy {strategy.name} {'enabled' if on else 'disabled'}"
 
 
 def _trade_setting(request: HttpRequest, on: bool, reason: str, *, pk: int) -> str:
-    setting = services.trade_setting_set_enabled(actor=request.user, trade_setting_id=pk, enabled=on, reason=reason)
+    setting = services.trade_setting_set_enabled(actor=request_user(request), trade_setting_id=pk, enabled=on, reason=reason)
     return f"{setting.strategy.name} on {setting.account.name} {'enabled' if on else 'disabled'}"
 
 
 def _kill_switch(request: HttpRequest, on: bool, reason: str, *, scope: str) -> str:
     account_id = None if scope == "global" else int(scope)
-    services.kill_switch_set(actor=request.user, account_id=account_id, engaged=on, reason=reason)
+    services.kill_switch_set(actor=request_user(request), account_id=account_id, engaged=on, reason=reason)
     where = "global kill switch" if account_id is None else "account kill switch"
     return f"{where} {'engaged: new entries stopped' if on else 'released: entries allowed'}"
 

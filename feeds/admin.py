@@ -49,10 +49,10 @@ def _ns_to_utc(ts_ns: int) -> str:
 class _ReadOnlyAdmin(admin.ModelAdmin):
     """Rows the runtime writes; the admin only shows them."""
 
-    def has_add_permission(self, request: object) -> bool:  # type: ignore[override]
+    def has_add_permission(self, request: object) -> bool:
         return False
 
-    def has_change_permission(self, request: object, obj: object = None) -> bool:  # type: ignore[override]
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
         return False
 
 

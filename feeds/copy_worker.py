@@ -23,6 +23,7 @@ import os
 import signal
 import struct
 import sys
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 import msgspec
@@ -87,13 +88,13 @@ class _Worker:
             # Foreign keys are checked at commit by default, too late to tell which row broke one.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
-            def copy_rows(chunk: list[list[Any]]) -> None:
+            def copy_rows(chunk: Sequence[Any]) -> None:
                 with cursor.copy(self._copy_sql) as copy:
                     copy.set_types(self._types)
                     for row in chunk:
                         copy.write_row(row)
 
-            def upsert(chunk: list[list[Any]]) -> None:
+            def upsert(chunk: Sequence[Any]) -> None:
                 cursor.executemany(self._upsert_sql, chunk)
 
             def refused_checkpoint(checkpoint: list[Any], reason: str) -> None:

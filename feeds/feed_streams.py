@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence, cast
+from typing import Callable, Mapping, Sequence, TypeGuard, cast
 
 from feeds.market import FeedData, MarketData
 from feeds.ratelimit import VenueRateLimiter
@@ -37,12 +37,12 @@ MAX_AGE_MARGIN_S = 600.0
 
 @dataclass(frozen=True)
 class FeedStreamSettings:
-    policy: StreamPolicy = StreamPolicy()
-    transport: TransportSettings = TransportSettings()
+    policy: StreamPolicy = StreamPolicy()  # noqa: RUF009  # frozen: one shared default is safe
+    transport: TransportSettings = TransportSettings()  # noqa: RUF009  # frozen
     rest_timeout_s: float = 10.0
 
 
-def is_exchange_venue(venue: object) -> bool:
+def is_exchange_venue(venue: object) -> TypeGuard[ExchangeVenue]:
     return callable(getattr(venue, "endpoints", None))
 
 

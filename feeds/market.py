@@ -35,7 +35,7 @@ def parse_fixed(text: str) -> int:
     """Return `text` (a plain decimal string such as "-12.3400") times SCALE, exactly."""
     negative = text.startswith("-")
     body = text[1:] if negative or text.startswith("+") else text
-    whole, dot, frac = body.partition(".")
+    whole, _, frac = body.partition(".")
     if not whole and not frac or not _DIGITS.issuperset(whole) or not _DIGITS.issuperset(frac):
         raise FixedPointError(f"not a plain decimal number: {text[:40]!r}")
     whole = whole.lstrip("0")

@@ -23,7 +23,8 @@ from feeds.market import FeedData, MarketData, Side
 from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
 from feeds.tick_refusals import Refusal
 from feeds.instrument_key import InstrumentKey
-from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
+from feeds.tick_rows import CheckpointRow, TickRow
+from feeds.tick_writer import PipelinedWriter, RunSync, TickWriter, run_in_db_thread, as_pipelined
 from tradingsite.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class TickRecorder:
         self._sealed: deque[_Pending] = deque()  # batches waiting for (or failing) their write
         # Writes submitted for the first len(_inflight) sealed batches, same order. They
         # outlive a cancelled flush, so the next flush settles them before resubmitting.
-        self._inflight: deque[asyncio.Future[None]] = deque()
+        self._inflight: deque[asyncio.Future[Sequence[Refusal] | None]] = deque()
         self._buffered = 0
         self._wake = asyncio.Event()
         self._write_lock = asyncio.Lock()

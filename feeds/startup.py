@@ -118,7 +118,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             async def start_streams(admitted: FeedSpec, venue: ExchangeVenue = venue) -> None:
                 checkpoints = await database_sync_to_async(load_checkpoints)(admitted.name)
                 streams = await build_feed_streams(
-                    admitted, venue, publish=fanout.publish, health=ctx.health,  # type: ignore[arg-type]
+                    admitted, venue, publish=fanout.publish, health=ctx.health,
                     limiter=limiters.for_venue(admitted.venue), settings=stream_settings, checkpoints=checkpoints,
                     hole_sink=_record_hole, first_label=stream_count.get(admitted.name, 0),
                 )

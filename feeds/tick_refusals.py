@@ -12,7 +12,8 @@ writers.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Sequence
 
 # (index of the row in its batch, reason): what a writer reports for each refused row.
 Refusal = tuple[int, str]
@@ -41,7 +42,7 @@ def refusal_reason(exc: Exception) -> str:
 
 def write_isolating(
     rows: Sequence[Any], indexes: Sequence[int], write: Callable[[Sequence[Any]], None],
-    savepoint: Callable[[], ContextManager[Any]], row_errors: tuple[type[Exception], ...],
+    savepoint: Callable[[], AbstractContextManager[Any]], row_errors: tuple[type[Exception], ...],
 ) -> list[Refusal]:
     """Write `rows`; when the database refuses the write with a row-level error, write
     halves in savepoints down to the single rows it refuses. Return those, by index.
@@ -70,7 +71,7 @@ def write_isolating(
 def write_batch(
     rows: Sequence[Any], checkpoints: Sequence[Any], *,
     write_rows: Callable[[Sequence[Any]], None], write_checkpoints: Callable[[Sequence[Any]], None],
-    savepoint: Callable[[], ContextManager[Any]], row_errors: tuple[type[Exception], ...],
+    savepoint: Callable[[], AbstractContextManager[Any]], row_errors: tuple[type[Exception], ...],
     on_checkpoint_refused: Callable[[Any, str], None] = lambda checkpoint, reason: None,
 ) -> list[Refusal]:
     """Write a batch inside the caller's transaction, refusing bad rows; return the refusals.

@@ -128,7 +128,7 @@ def copy_statement() -> str:
 def checkpoint_upsert_statement() -> str:
     """PostgreSQL upsert of one checkpoint, parameters in CheckpointRow field order."""
     quote = connection.ops.quote_name
-    fields = {f.name: f.column for f in StreamCheckpoint._meta.fields}
+    fields: dict[str, str] = {f.name: f.column for f in StreamCheckpoint._meta.fields}  # type: ignore[misc]
     names = ["feed", "venue_symbol", "trade_id", "ts_event", "price", "volume", "side"]
     columns = [fields[name] for name in names]
     updated = [quote(column) for column in columns[2:]] + [quote(fields["updated_at"])]
@@ -146,7 +146,7 @@ def postgres_conninfo() -> str:
     from psycopg.conninfo import make_conninfo
 
     params = connection.get_connection_params()
-    return make_conninfo(**{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"})
+    return make_conninfo("", **{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"})
 
 
 def _checkpoint_refused(checkpoint: CheckpointRow, reason: str) -> None:
@@ -228,4 +228,4 @@ def as_pipelined(writer: TickWriter | PipelinedWriter, run_sync: RunSync = run_i
     """Return `writer` itself when it is pipelined, else an InOrderWriter around it."""
     if hasattr(writer, "submit"):
         return writer  # type: ignore[return-value]
-    return InOrderWriter(writer, run_sync)  # type: ignore[arg-type]
+    return InOrderWriter(writer, run_sync)

@@ -43,7 +43,7 @@ class OwnedByAccountAdmin(admin.ModelAdmin):
 
     account_path = "account__owner"
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:  # type: ignore[type-arg]
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
         return queryset if request.user.is_superuser else queryset.filter(**{self.account_path: request.user})
 

@@ -55,13 +55,13 @@ def _cleanup(*, keep_health_check: bool) -> None:
     for conn in connections.all(initialized_only=True):
         if conn.connection is None:
             continue
-        checked = conn.health_check_done
+        checked = conn.health_check_done  # type: ignore[attr-defined]  # Django's, missing from the stubs
         conn.close_if_unusable_or_obsolete()
         if keep_health_check and checked and conn.connection is not None and not conn.errors_occurred:
-            conn.health_check_done = True  # used successfully a moment ago: no SELECT 1
+            conn.health_check_done = True  # type: ignore[attr-defined]  # used successfully a moment ago: no SELECT 1
 
 
-class _OrdersDbCall(SyncToAsync):
+class _OrdersDbCall(SyncToAsync[..., Any]):
     """SyncToAsync on the loop's thread pool, with the connection hygiene described above."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -77,7 +77,7 @@ class _OrdersDbCall(SyncToAsync):
     def thread_handler(self, loop, *args, **kwargs):  # type: ignore[no-untyped-def]
         _before_call()
         try:
-            return super().thread_handler(loop, *args, **kwargs)
+            return super().thread_handler(loop, *args, **kwargs)  # type: ignore[no-untyped-call]
         finally:
             _after_call()
 

@@ -741,7 +741,7 @@ def _entry_blocked(spec: IntentSpec) -> EntryBlocked | None:
             )
         if position.side != spec.position_side and _exit_working(position):
             reversal = (
-                TradeSetting.objects.filter(strategy_id=spec.strategy_id, account_id=spec.account_id)
+                TradeSetting.objects.filter(strategy_id=spec.strategy_id, account_id=spec.account_id)  # type: ignore[misc]  # the stubs refuse None for a nullable FK's lookup
                 .values_list("reversal", flat=True)
                 .first()
             ) or Reversal.AFTER_EXIT_FILL
@@ -784,7 +784,7 @@ def _entry_state(spec: IntentSpec) -> tuple[bool, int | None, str | None]:
 def _exit_working(position: Position) -> bool:
     if position.orders.filter(intent=Intent.EXIT).exclude(status__in=TERMINAL_STATUSES).exists():
         return True
-    return OrderIntent.objects.filter(
+    return OrderIntent.objects.filter(  # type: ignore[misc]
         account_id=position.account_id,
         instrument_id=position.instrument_id,
         strategy_id=position.strategy_id,

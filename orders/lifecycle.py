@@ -129,7 +129,7 @@ def exit_intent_create(
         if OrderIntent.objects.filter(client_order_id=spec.client_order_id).exists():
             return ExitSizing(None, ExitRefusal.DUPLICATE, 0, 0)
         position = (
-            Position.objects.select_for_update()
+            Position.objects.select_for_update()  # type: ignore[misc]  # the stubs refuse None for a nullable FK's lookup
             .filter(
                 account_id=spec.account_id,
                 instrument_id=spec.instrument_id,
@@ -152,7 +152,7 @@ def exit_intent_create(
         # An exit sent but not yet confirmed (or with an unknown outcome) may be at the
         # broker already: it counts as closing until it is placed or abandoned.
         pending = sum(
-            OrderIntent.objects.filter(
+            OrderIntent.objects.filter(  # type: ignore[misc]
                 account_id=spec.account_id,
                 instrument_id=spec.instrument_id,
                 strategy_id=spec.strategy_id,
@@ -321,7 +321,7 @@ def lifecycle_persist(
 
 def _position_for(intent: OrderIntent) -> Position:
     open_position = (
-        Position.objects.select_for_update()
+        Position.objects.select_for_update()  # type: ignore[misc]
         .filter(
             account_id=intent.account_id,
             instrument_id=intent.instrument_id,
@@ -336,7 +336,7 @@ def _position_for(intent: OrderIntent) -> Position:
         # The position closed meanwhile (a reconciliation found the exit late): attach
         # the order to the position it was meant to close.
         last = (
-            Position.objects.filter(
+            Position.objects.filter(  # type: ignore[misc]
                 account_id=intent.account_id, instrument_id=intent.instrument_id, strategy_id=intent.strategy_id
             )
             .order_by("-id")

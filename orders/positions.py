@@ -41,7 +41,7 @@ def strategy_held_position(strategy_id: int, feed: str, venue_symbol: str) -> He
     if not rows:
         return HeldPosition(Position.FLAT)
     held = _SIDE[PositionSide(rows[0][1])]
-    holders = {account_id: side for account_id, side in rows}
+    holders = dict(rows)
     trading = set(
         TradeSetting.objects.filter(strategy_id=strategy_id, enabled=True).values_list("account_id", flat=True)
     )

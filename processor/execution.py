@@ -24,7 +24,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from feeds.market import MarketData
 from processor.held import HeldPositionLookup, nothing_held
@@ -190,7 +190,7 @@ class StrategyExecution:
 
     def fold(self, chunks: Sequence[Sequence[MarketData]]) -> None:
         """Fold queued chunks as one batch and emit their outputs and signals."""
-        rows: list[tuple] = []
+        rows: list[tuple[Any, ...]] = []
         signal_rows: list[SignalRow] = []
         logic = self.logic
         was_open = logic.has_open_position

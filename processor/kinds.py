@@ -6,7 +6,7 @@ JSON params stored on a Strategy, so the admin shows an error per parameter.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -35,7 +35,7 @@ def clean_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
         raise ValidationError("params must be a JSON object")
     unknown = set(params) - set(form_class.base_fields)
     form = form_class(data=params)
-    errors = {} if form.is_valid() else dict(form.errors)
+    errors: dict[str, Sequence[Any]] = {} if form.is_valid() else dict(form.errors)
     if unknown:
         errors["__all__"] = [f"unknown params {sorted(unknown)}; allowed: {sorted(form_class.base_fields)}"]
     if errors:

@@ -114,7 +114,7 @@ def token_expire_due(*, now: datetime) -> int:
     ).values_list("broker", "fingerprint", "expires_at")
     moved = 0
     for broker, fingerprint, expires_at in list(due):
-        reason = f"token expired at {expires_at.isoformat()}"
+        reason = f"token expired at {expires_at.isoformat()}"  # type: ignore[union-attr]  # expires_at__lte excludes NULL
         moved += token_await_auth(
             key=TokenKey(broker, TokenKind.OAUTH), reason=reason, expected_fingerprint=fingerprint
         )

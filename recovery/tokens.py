@@ -10,6 +10,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NoReturn
 
 
 class TokenKind(StrEnum):
@@ -83,7 +84,7 @@ class AccessToken:
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> NoReturn:
         # Pickling would carry the secret into caches and task queues.
         raise TypeError("AccessToken cannot be pickled")
 

@@ -13,7 +13,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@app.on_after_configure.connect
+@app.on_after_configure.connect  # type: ignore[untyped-decorator]  # celery ships no types
 def _install_beat_schedule(sender: Celery, **kwargs: Any) -> None:
     # Settings are readable only once configured, never at import time.
     from tradingsite.schedule import beat_schedule

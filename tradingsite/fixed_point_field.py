@@ -39,7 +39,7 @@ def max_abs_for(connection: BaseDatabaseWrapper) -> int:
     return FIXED_MAX_ABS if connection.vendor == "postgresql" else SQLITE_FIXED_MAX_ABS
 
 
-class FixedPointField(models.Field):
+class FixedPointField(models.Field):  # type: ignore[type-arg]  # Field is generic only in the stubs
     """A fixed-point integer (value x 10**SCALE_DIGITS): an int in Python, exact in the database."""
 
     description = "Fixed-point integer (value x 10**SCALE_DIGITS)"

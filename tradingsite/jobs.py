@@ -59,6 +59,6 @@ def periodic_job(job_name: str) -> Callable[[Callable[[], T]], Callable[[], T]]:
             _record_run(job_name, Status.HEALTHY, f"last run ok in {elapsed_ms:.0f} ms: {result}")
             return result
 
-        return shared_task(name=f"{fn.__module__}.{fn.__name__}")(run)  # type: ignore[no-any-return]
+        return shared_task(name=f"{fn.__module__}.{fn.__name__}")(run)
 
     return decorate

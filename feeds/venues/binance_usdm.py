@@ -142,7 +142,7 @@ class ExchangeInfo(msgspec.Struct, frozen=True):
 _SELL, _BUY = Side.SELL, Side.BUY
 _MAX = MAX_FIXED
 _decode_combined = msgspec.json.Decoder(Combined).decode
-_decode_raw = msgspec.json.Decoder(Payload).decode  # type: ignore[arg-type]
+_decode_raw = msgspec.json.Decoder(Payload).decode
 _decode_reply = msgspec.json.Decoder(Reply).decode
 _decode_rest_trades = msgspec.json.Decoder(list[RestAggTrade]).decode
 _decode_exchange_info = msgspec.json.Decoder(ExchangeInfo).decode
@@ -192,7 +192,7 @@ def _refused_trade(trade: AggTrade, price: int, volume: int) -> ParseError:
 def _decode_raw_or_reply(frame: bytes) -> Payload | None:
     """Decode a raw-mode payload, or return None for a subscription reply."""
     try:
-        return _decode_raw(frame)  # type: ignore[no-any-return]
+        return _decode_raw(frame)
     except msgspec.ValidationError as payload_error:
         try:
             reply = _decode_reply(frame)

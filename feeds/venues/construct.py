@@ -25,7 +25,7 @@ def fast_constructor(cls: type[T]) -> Callable[..., T]:
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     parameters, body = [], []
     for number, field in enumerate(fields):
-        if field.default_factory is not _MISSING:  # type: ignore[misc]
+        if field.default_factory is not _MISSING:
             raise TypeError(f"{cls.__name__}.{field.name} has a default factory")
         namespace[f"_set{number}"] = getattr(cls, field.name).__set__
         if field.default is _MISSING:

@@ -177,7 +177,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
 
 
 def _topic_symbol(topic: str) -> str:
-    prefix, colon, symbol = topic.partition(":")
+    _, colon, symbol = topic.partition(":")
     if not colon or "," in symbol:
         raise ParseError("schema", f"topic names no single symbol: {topic!r}")
     if not symbol:

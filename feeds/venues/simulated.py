@@ -11,7 +11,7 @@ import asyncio
 import random
 import time
 from decimal import Decimal, InvalidOperation
-from typing import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 import msgspec
 import orjson
@@ -61,7 +61,7 @@ class SimulatedMarket:
     ) -> None:
         self._rng = random.Random(seed)
         self._volatility = volatility_bps / 10_000
-        self._books = []
+        self._books: list[list[Any]] = []
         for spec in instruments:
             tick, lot = Decimal(spec.tick_size), Decimal(spec.lot_size)
             start = Decimal(str(start_prices.get(spec.venue_symbol, _FALLBACK_START_PRICE)))

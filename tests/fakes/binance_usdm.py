@@ -147,6 +147,8 @@ class FakeBinanceUsdm:
         self._clock_ms = clock_ms
         self._server: Server | None = None
         self._subscribers: set[_Subscriber] = set()
+        # Fire-and-forget fault tasks, held until done: the loop keeps only weak references.
+        self._fault_tasks: set[asyncio.Future[Any]] = set()
         self._released = asyncio.Event()
         self._refuse = False
         self._rest_down = False
@@ -240,12 +242,17 @@ class FakeBinanceUsdm:
 
     # --- fault knobs -----------------------------------------------------------------
 
+    def _spawn_fault(self, step: Any) -> None:
+        task = asyncio.ensure_future(step)
+        self._fault_tasks.add(task)
+        task.add_done_callback(self._fault_tasks.discard)
+
     def close_connections(self) -> int:
         """Close every open connection (as a venue restart would); return how many."""
         subscribers = list(self._subscribers)
         for sub in subscribers:
             self.stats.closed_by_fault += 1
-            asyncio.ensure_future(sub.connection.close(1001, "going away"))
+            self._spawn_fault(sub.connection.close(1001, "going away"))
         return len(subscribers)
 
     def go_silent(self) -> None:
@@ -262,7 +269,7 @@ class FakeBinanceUsdm:
     def send_garbage(self) -> None:
         for sub in self._subscribers:
             self.stats.garbage_frames += 1
-            asyncio.ensure_future(self._send_quietly(sub.connection, '{"stream":"btcusdt@aggTrade","data":{"e":'))
+            self._spawn_fault(self._send_quietly(sub.connection, '{"stream":"btcusdt@aggTrade","data":{"e":'))
 
     def refuse_connections(self, refuse: bool = True) -> None:
         self._refuse = refuse

@@ -79,7 +79,7 @@ async def test_after_a_failed_batch_later_ones_are_refused_unwritten_until_reset
         assert await _cut_the_worker_connection() == 1
         lost = writer.submit([_row(instrument, 2)], [_checkpoint(feed, 2)])
         later = writer.submit([_row(instrument, 3)], [_checkpoint(feed, 3)])
-        with pytest.raises(WriterProcessError, match="OperationalError|AdminShutdown"):
+        with pytest.raises(WriterProcessError, match=r"OperationalError|AdminShutdown"):
             await lost
         with pytest.raises(WriteSkipped):
             await later

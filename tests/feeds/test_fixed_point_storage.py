@@ -135,7 +135,7 @@ def _migrate(targets: list[tuple[str, str]]) -> Any:
 
 
 def _latest() -> list[tuple[str, str]]:
-    return [key for key in MigrationExecutor(connection).loader.graph.leaf_nodes()]
+    return list(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
 @pytest.fixture

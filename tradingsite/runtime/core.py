@@ -110,7 +110,7 @@ class Runtime:
                 self.started = True
                 log.info("runtime: started (%d startup tasks)", len(self.tasks))
                 stop_wait = asyncio.ensure_future(self._stop.wait())
-                await asyncio.wait({stop_wait, self.context._fatal}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({stop_wait, self.context._fatal}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
                 stop_wait.cancel()
             if self.context._fatal.done():
                 failure = self.context._fatal.result()
@@ -130,8 +130,8 @@ class Runtime:
             stop_wait = asyncio.ensure_future(self._stop.wait())  # type: ignore[union-attr]
             pending: set[asyncio.Future[Any]] = set(starts)
             while pending:
-                done, pending = await asyncio.wait(
-                    pending | {stop_wait, self.context._fatal},  # type: ignore[arg-type]
+                done, pending = await asyncio.wait(  # type: ignore[type-var,assignment]  # _fatal is set by run()
+                    pending | {stop_wait, self.context._fatal},
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 pending -= {stop_wait, self.context._fatal}

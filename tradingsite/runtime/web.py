@@ -49,7 +49,7 @@ def serve_with_runtime(application: Any, runtime: Runtime, *, host: str, port: i
     async def run_runtime() -> None:
         outcome["code"] = await runtime.run()
         if reactor.running:
-            reactor.stop()
+            reactor.stop()  # type: ignore[misc]  # twisted's reactor is a module typed as a class
 
     def on_ready() -> None:
         loop = asyncio.get_event_loop()

@@ -79,7 +79,7 @@ class Command(BaseCommand):
         if not 1 <= batch_ticks <= 1024:
             raise CommandError("--batch-ticks must be from 1 to 1024")
         batches = self._batches(options, batch_ticks)
-        writer = JsonLinesWriter(self.stdout._out.write, kind=kind, signals_only=options["signals_only"])
+        writer = JsonLinesWriter(self.stdout._out.write, kind=kind, signals_only=options["signals_only"])  # type: ignore[attr-defined]
         try:
             summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
         except (TickFileError, BacktestError) as exc:
