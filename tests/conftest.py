@@ -1,8 +1,9 @@
 """Shared test setup.
 
-Tests that need a real PostgreSQL or Redis are marked `needs_postgres` / `needs_redis`.
-On a laptop (no DATABASE_URL / REDIS_URL) they skip; with REQUIRE_SERVICES=1 (CI) a
-missing service fails them instead, so CI can never pass by skipping.
+Tests that need a real PostgreSQL or Redis are marked `needs_postgres` / `needs_redis`,
+the browser tests `needs_chromium`. On a laptop (no DATABASE_URL / REDIS_URL, no
+chromium) they skip; with REQUIRE_SERVICES=1 (CI) a missing service fails them instead,
+so CI can never pass by skipping.
 """
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import pytest
 from django.conf import settings
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def chromium_path() -> str:
+    """The browser the tests drive: Debian's chromium unless CHROMIUM_PATH names another."""
+    return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,6 +31,8 @@ def _service_missing(item: pytest.Item) -> str | None:
         return "needs PostgreSQL: set DATABASE_URL=postgres://..."
     if item.get_closest_marker("needs_redis") and not settings.REDIS_URL:
         return "needs Redis: set REDIS_URL=redis://..."
+    if item.get_closest_marker("needs_chromium") and not os.access(chromium_path(), os.X_OK):
+        return f"needs Chromium at {chromium_path()}: apt-get install chromium"
     return None
 
 

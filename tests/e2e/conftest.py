@@ -1,6 +1,7 @@
 """Browser tests: the real site (`manage.py runsite`) on a free port, driven by Debian's Chromium.
 
-One site per session in a temp VAR_DIR (SQLite, in-memory channel layer: the embedded
+Without Debian's chromium (apt-get install chromium; CHROMIUM_PATH names another build)
+these tests skip, and fail under REQUIRE_SERVICES=1. One site per session in a temp VAR_DIR (SQLite, in-memory channel layer: the embedded
 default), a local fake of the Upstox login endpoints for the auth-code prompt, and a
 fresh browser context per user. Screenshots go to test-artifacts/e2e/.
 """
@@ -19,15 +20,23 @@ from typing import Iterator
 
 import pytest
 
+from tests.conftest import chromium_path
 from tests.helpers import wait_site_ready
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
-CHROMIUM = "/usr/bin/chromium"
+HERE = Path(__file__).resolve().parent
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PASSWORD = "e2e-password-4242"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every browser test needs chromium: without it they skip, or fail under REQUIRE_SERVICES=1.
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.needs_chromium)
 
 
 def free_port() -> int:
@@ -53,8 +62,6 @@ class Site:
 
 @pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (CI's .ci/run does)")
     var_dir = tmp_path_factory.mktemp("e2e-site")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -116,7 +123,7 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 
