@@ -1,6 +1,6 @@
 """Read paths of the dashboard and the API, every one scoped to the requesting user.
 
-Tenancy rule (DESIGN.md): a user sees their own accounts and what hangs off them. A
+Tenancy rule: a user sees their own accounts and what hangs off them. A
 strategy belongs to no one, so a user sees the strategies that trade on one of their
 accounts (through a trade setting), and those strategies' signals and outputs.
 """

@@ -1,6 +1,6 @@
 """A circuit breaker for redials: stop knocking on a venue that keeps refusing.
 
-CLOSED counts consecutive failures; at `failure_threshold` (10 by default, seed 004) it
+CLOSED counts consecutive failures; at `failure_threshold` (10 by default) it
 OPENs and no attempt is made for `cooldown_s`; then HALF_OPEN lets one attempt through:
 success closes it, failure opens it again for another cool-down. Backoff alone would
 still knock every `max_s` forever. The monotonic clock is injectable.

@@ -30,7 +30,7 @@ class PublishedLimits:
     messages_per_s: float | None  # client messages per second, per connection
 
 
-# Sources: /work/shared/VENUES.md. Binance USD-M: REQUEST_WEIGHT 2400/min, aggTrades
+# From each venue's published API limits. Binance USD-M: REQUEST_WEIGHT 2400/min, aggTrades
 # weight 20, 10 incoming messages/s per connection; its dial limit is not published for
 # futures, so the spot figure (300 connections / 5 min) stands in. bitFlyer: 500
 # requests / 5 min per IP; dials unpublished ("rapid connect/disconnect loops" get

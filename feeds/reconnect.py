@@ -1,4 +1,4 @@
-"""One reconnect attempt: connect, then restore subscriptions (seed 001 section 8).
+"""One reconnect attempt: connect, then restore subscriptions.
 
 It does not decide when to run, how often to retry, which backoff to use, whether
 trades must be recovered or when live processing resumes: the lifecycle owner does.

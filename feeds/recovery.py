@@ -2,7 +2,7 @@
 
 TradeRecoveryController fetches one window and passes every trade through the same
 consistency controller as the live stream. RuntimeRecoveryCoordinator reads the
-checkpoint, plans windows and runs them one after another (seed 001 section 12). It
+checkpoint, plans windows and runs them one after another, never two at once. It
 never reads a clock: the lifecycle owner passes the end time. A checkpoint older than
 the venue's retention cannot be recovered in full; the coordinator says so in the
 result (`hole`) and recovers what the venue still has.

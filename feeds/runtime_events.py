@@ -1,4 +1,4 @@
-"""Events the stream runtime publishes about itself (seed 001: AcquisitionRuntimeEventPublisher).
+"""Events the stream runtime publishes about itself: heartbeat timeouts and reconnects.
 
 Components publish; the lifecycle owner decides what an event means for health and logs.
 """

@@ -1,4 +1,4 @@
-"""The runtime scheduler: owns only when the heartbeat is checked (seed 001 section 11).
+"""The runtime scheduler: owns only when the heartbeat is checked.
 
 `start()` loops until `stop()`; it creates no task of its own (the lifecycle owner
 decides where it runs), never runs a second loop, and lets dependency errors through

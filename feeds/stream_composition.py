@@ -1,4 +1,4 @@
-"""Composition of one trade stream's runtime graph (seed 001 section 13).
+"""Composition of one trade stream's runtime graph.
 
 `build_trade_stream_runtime` only creates objects: it connects nothing, starts no
 task, reads no settings and publishes nothing, so a graph can be built in a test as

@@ -1,4 +1,4 @@
-"""The lifecycle owner of one supervised trade stream (seed 001's production integration).
+"""The lifecycle owner of one supervised trade stream: the only part that decides when things run.
 
     connect + subscribe (backoff with full jitter, circuit breaker)
       -> recover the gap over REST (checkpoint -> now), delivered in order

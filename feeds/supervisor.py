@@ -4,7 +4,7 @@ STOPPED -start-> RUNNING -timeout or lost connection-> RECONNECTING -> RUNNING o
 A reconnect starts only from the expected state, so two callers (the scheduler's
 heartbeat check and the reader's lost connection) never run two reconnects at once.
 It does not check the heartbeat, sleep, schedule retries, recover trades or touch the
-transport (seed 001 section 10).
+transport.
 """
 from __future__ import annotations
 

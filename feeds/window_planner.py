@@ -1,4 +1,4 @@
-"""Splitting a recovery range into REST windows the venue accepts (seed 001 section 7).
+"""Splitting a recovery range into REST windows the venue accepts.
 
 Times are Unix milliseconds. Neighbouring windows share their boundary, so no instant
 falls between two windows; a trade at the boundary may come back twice, and the

@@ -1,4 +1,4 @@
-"""Deterministic client order ids (seed 003: bytelyst-profile-trade).
+"""Deterministic client order ids: <prefix>-<account id>-<digest of the signal and leg>.
 
 The same signal on the same account always yields the same id, in any process, so a
 retry or a second runtime racing on the signal can never become a second order: the

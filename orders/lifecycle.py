@@ -1,7 +1,7 @@
 """Lifecycle handlers: the only code that writes intents, orders, fills and positions.
 
-The trade executor and reconciliation both go through these (seed 003: corrections
-are never raw status patches). Each handler is one durable transaction that locks the
+The trade executor and reconciliation both go through these (a correction is never a
+raw status patch). Each handler is one durable transaction that locks the
 account's ledger row first, then the intent/order, then the position, and is
 idempotent: persisting an order twice, or applying the same fill twice, is a no-op.
 """

@@ -1,4 +1,4 @@
-"""Row leases with TTL and owner tokens (seed 003: fn_try_acquire/fn_release_entry_lock_row).
+"""Row leases with TTL and owner tokens: one holder at a time, taken over once expired.
 
 `lock_acquire` is one conditional upsert (create the row the first time a scope is
 used, else take it if it is free, expired or already ours). On its own it runs in

@@ -1,6 +1,6 @@
 """The Processor: routes feed batches to strategies and owns the routing state.
 
-Four core jobs (seed 000's Processor contract):
+Four core jobs:
 - feed router: takes feed batches in order and offers each instrument's ticks to the
   strategy mailboxes of its routes, never awaiting a mailbox; a full one degrades that
   route through `request_degrade`. A batch the feed fan-out could not queue for the

@@ -1,4 +1,4 @@
-"""The processor's readiness and health, per seed 000's table.
+"""The processor's readiness and health, from what its core jobs and strategies are doing.
 
 | condition                                   | ready | health   |
 | no core jobs                                | no    | INACTIVE |

@@ -1,6 +1,6 @@
 """AuthState: the process's token managers, and the coordinator that acts on their changes.
 
-Seed 000's AuthStateCoordinator and ProvisionedTokenStateCoordinator as one watcher per
+The OAuth and the provisioned-token coordinators as one watcher per
 token: AWAITING_AUTH publishes the login prompt (coalesced), FAILED the terminal error,
 VALID clears stale prompts and, on a transition back to VALID, resumes every datasource
 registered for that token. Token health is reported as DEGRADED (never BLOCKED) so a

@@ -1,8 +1,7 @@
 """Provisioned tokens: JSON files an operator mounts (Upstox analytics, sandbox).
 
 File `<dir>/<broker>-<kind>.json`: {"access_token": "...", "expires_at": "2027-01-01T00:00:00Z"}
-(`expires_at` optional: analytics tokens are long-lived). Lifecycle (seed 000,
-"Provisioned Token Flow"): load at start; missing, expired or unparseable -> FAILED and
+(`expires_at` optional: analytics tokens are long-lived). Lifecycle: load at start; missing, expired or unparseable -> FAILED and
 a poll loop; a 401 re-reads the file and stays FAILED while the fingerprint is the one
 that was rejected; rotation recovers on the next poll, no restart. One asyncio.Lock owns
 every transition; the expiry timer re-checks token identity under that lock.

@@ -2,7 +2,7 @@
 
 Phase 1 loads token state, so datasources built in DATA_FLOW can take their token
 sources from `ctx.resources["auth_state"]` and register for resume. Phase AUTH_STATE
-(seed 000's StartAuthStateTask) starts following the tokens: OAuth state polls and
+starts following the tokens: OAuth state polls and
 expiry timers, provisioned-file polls, and the coordinator.
 """
 from __future__ import annotations

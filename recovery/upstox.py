@@ -1,12 +1,12 @@
 """Upstox OAuth: the daily token rules (pure) and the authorization-code exchange.
 
-Facts (Upstox "Authorize" and "Get Token" pages, ../shared/VENUES.md section 2):
+Facts (Upstox's "Authorize" and "Get Token" API pages):
 - login dialog: GET .../v2/login/authorization/dialog?response_type=code&client_id=&redirect_uri=&state=
   -> 302 <redirect_uri>?code=...&state=...; UDAPI100068 = client_id and/or redirect_uri wrong.
 - token: POST .../v2/login/authorization/token, form-encoded code, client_id, client_secret,
   redirect_uri, grant_type=authorization_code. The code is single-use even when the call fails.
 - a token is valid until 03:30 IST the following day whatever its issue time (made 02:30
-  Wed, expires 03:30 Wed); no refresh token. No token requests 03:30-08:00 IST (seed 000).
+  Wed, expires 03:30 Wed); no refresh token. No token requests 03:30-08:00 IST.
 - errors: {"status":"error","errors":[{"errorCode","message","propertyPath","invalidValue"}]}.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ NON_RECOVERABLE_CODES = frozenset(
     {
         "UDAPI100016",  # invalid credentials
         "UDAPI100068",  # client_id and/or redirect_uri incorrect
-        "UDAPI100069",  # wrong client id / secret (seed 000)
+        "UDAPI100069",  # wrong client id / secret
         "UDAPI100073",  # client_id inactive
     }
 )

@@ -1,4 +1,4 @@
-"""The body of /internal/health: component states plus the fields of seed 003 section 6.
+"""The body of /internal/health: component states plus the loop, lock and reconciliation fields.
 
 Loop health comes from the reported components (a periodic job's report goes stale,
 DEGRADED, after twice its cadence: tradingsite.jobs), counts from the Prometheus
@@ -90,13 +90,13 @@ def build_report(
         loops[field] = None if view is None else view.status is Status.HEALTHY
     counts = metric_sums(families)
     if counts["capitalInvariantViolations"] > 0:
-        statuses.append(Status.DEGRADED)  # seed 003: any violation degrades the service
+        statuses.append(Status.DEGRADED)  # capital that does not add up: not healthy, still serving
     overall = worst(statuses)
     reconciliation = by_name.get(RECONCILIATION_JOB)
     return {
         "status": overall.value,
         "ready": overall.allows_readiness,
-        # Seed 003: true only while every loop this deployment runs is on time.
+        # True only while every loop this deployment runs is on time.
         "readiness": overall.allows_readiness and all(ok is not False for ok in loops.values()),
         **loops,
         "reconciliationLastRun": _iso(reconciliation.updated_at if reconciliation else None),

@@ -5,7 +5,7 @@ from django.urls import include, path
 from tradingsite import views
 
 urlpatterns = [
-    # The dashboard page, its panels and controls (issue 8); views.dashboard stays for reference.
+    # The dashboard page, its panels and controls; views.dashboard stays for reference.
     path("", include("dashboard.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

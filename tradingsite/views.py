@@ -50,7 +50,7 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @require_GET
 @never_cache
 def internal_health(request: HttpRequest) -> JsonResponse:
-    """Components plus the seed 003 section 6 fields (tradingsite.health_report)."""
+    """Components plus the loop, lock and reconciliation fields (tradingsite.health_report)."""
     db_ok, db_reason = _database_ok()
     components = component_health_effective() if db_ok else []
     return JsonResponse(build_report(database_ok=db_ok, database_reason=db_reason, components=components))

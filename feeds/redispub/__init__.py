@@ -1,6 +1,6 @@
 """Market data published to Redis for other programs: last-value keys with a TTL plus pub/sub.
 
-Seed 004 is the specification. Modules, one idea each:
+Modules, one idea each:
 
 - `keys`: the key layout (`{prefix}:{VENUE}:{MARKET_TYPE}:{SYMBOL}:{channel}`).
 - `envelope`: the versioned JSON envelope and the event -> channel payload mapping (pure).

@@ -1,6 +1,6 @@
 """One runtime process's Redis market-data publishing, assembled from its parts.
 
-Order, as in seed 004: the heartbeat runs first (it is what says BLOCKED "metadata
+Order: the heartbeat runs first (it is what says BLOCKED "metadata
 unavailable" while the first metadata fetch is failing); the metadata gate opens per
 feed when its metadata lands; market data flows through the gate; the fallback
 watcher acts only on keys a websocket value has been published on.

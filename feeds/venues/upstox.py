@@ -16,7 +16,7 @@ LTPC prints are trades: price = ltp, quantity = ltq, exchange time = ltt, no sid
 Full mode adds `vtt` (volume traded today, cumulative); the per-tick volume is the vtt
 delta, which needs the previous tick, so `parse` carries vtt in
 `MarketData.cumulative_volume` and `UpstoxStreamState` (owned by the stream) computes
-the delta with the day-boundary rules of seed 000 and drops the LTPC that Upstox
+the delta (a vtt that falls, or a new trading day, starts the count again) and drops the LTPC that Upstox
 re-sends with every depth-only update.
 """
 from __future__ import annotations

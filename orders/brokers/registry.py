@@ -1,6 +1,6 @@
 """Which broker serves an account: paper by default, a real venue when its account says so.
 
-One broker object per (venue, mode) is shared by the accounts on it (seed 003: one
+One broker object per (venue, mode) is shared by the accounts on it (one
 exchange key, many profiles, isolated by client-id prefix and per-account ledgers);
 the paper broker keeps one book per account.
 """

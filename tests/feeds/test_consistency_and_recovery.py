@@ -1,4 +1,4 @@
-"""Seed 001 section 18: checkpoint state, window planning and recovery invariants."""
+"""Checkpoint state, window planning and recovery invariants."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Seed 001 section 18 invariants: heartbeat, reconnect, supervisor, scheduler."""
+"""Invariants of the stream runtime's parts: heartbeat, reconnect, supervisor, scheduler."""
 from __future__ import annotations
 
 import asyncio

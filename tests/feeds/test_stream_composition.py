@@ -1,4 +1,4 @@
-"""Seed 001 section 18, composition: one consistency controller and one store, no side effects."""
+"""Composition: one consistency controller and one store per stream, no side effects."""
 from __future__ import annotations
 
 from feeds.heartbeat import HeartbeatState

@@ -1,7 +1,8 @@
 """Cross-process safety on PostgreSQL: racing runtimes, SIGKILL at each entry step, concurrent ledger writes.
 
 Each test runs real processes (or threads with their own connections) against the
-test database, then checks the invariants of seed 003 section 3.
+test database, then checks the invariants: at most one order per signal and account,
+never more reserved than allocated, a journal that adds up.
 """
 from __future__ import annotations
 

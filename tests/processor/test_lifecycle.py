@@ -1,4 +1,4 @@
-"""Seed 000's runtime-lifecycle contract, on the real Processor / executor / execution."""
+"""The strategy runtime's lifecycle (routes added and removed, backfill, degrade, fail-fast), on the real Processor / executor / execution."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Readiness and health per seed 000's table, and fail-fast as a non-zero process exit."""
+"""Readiness and health per the processor's table, and fail-fast as a non-zero process exit."""
 from __future__ import annotations
 
 from dataclasses import dataclass

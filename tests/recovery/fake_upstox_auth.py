@@ -1,6 +1,6 @@
 """A local fake of Upstox's login endpoints: a real HTTP server on 127.0.0.1.
 
-Speaks the documented requests and error envelopes (../shared/VENUES.md section 2):
+Speaks the requests and error envelopes of Upstox's "Authorize" and "Get Token" API pages:
 - GET  /v2/login/authorization/dialog?response_type=code&client_id&redirect_uri&state
        -> 302 <redirect_uri>?code=...&state=... (the user "logs in" at once), or
           400 UDAPI100068 when client_id / redirect_uri are wrong.

@@ -1,6 +1,6 @@
 """The runtime: startup phases in order, tasks inside a phase concurrently.
 
-Mirrors seed 000's startup sequence. A startup task does its setup and returns; work
+Phases start in order, each relying on the ones before. A startup task does its setup and returns; work
 that lives as long as the process is handed to `RuntimeContext.spawn`. A spawned task
 that fails is fatal: the runtime stops and `run()` returns a non-zero exit code.
 Constructing a Runtime has no side effects; `run()` does everything.

@@ -1,4 +1,4 @@
-"""upstox: protobuf parse, the vtt-delta scenarios of seed 000, repeats, authorize and subscribe."""
+"""upstox: protobuf parse, the vtt-delta scenarios (a normal tick, a day boundary, a cold start), repeats, authorize and subscribe."""
 from __future__ import annotations
 
 import gzip
@@ -29,7 +29,7 @@ def trades(events: list[MarketEvent]) -> list[MarketData]:
     return [event for event in events if isinstance(event, MarketData)]
 
 
-# --- the three rows of the seed's scenario table ----------------------------------------
+# --- the three scenarios of the vtt delta: a normal tick, a day boundary, a cold start -
 
 def test_normal_tick_volume_is_the_vtt_delta() -> None:
     state = upstox.UpstoxStreamState()
