@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 
 from processor.kinds import clean_params
 from processor.models import Strategy
-from processor.routing import StrategySpec
+from processor.specs import StrategySpec
 from processor.strategies import STRATEGIES
 
 
