@@ -11,6 +11,7 @@ Binance errors used: -2013 order does not exist, -2011 unknown order (cancel),
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Sequence
 
@@ -180,7 +181,8 @@ class BinanceUsdmBroker:
 def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
     values = setup.settings
     return {
-        mode: lambda demo=demo: BinanceUsdmBroker(
+        mode: functools.partial(
+            BinanceUsdmBroker,
             api_key=values["ORDERS_BINANCE_API_KEY"],
             secret=values["ORDERS_BINANCE_API_SECRET"],
             demo=demo,

@@ -18,6 +18,7 @@ retry is never sent blindly: reconciliation looks the tag up in the order book f
 """
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Sequence
@@ -246,7 +247,8 @@ def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
             tokens = setup.auth_state.token_source(TokenKey("upstox", kind))
         except KeyError:
             continue
-        factories[mode] = lambda tokens=tokens, url=url, sandbox=sandbox: UpstoxBroker(
+        factories[mode] = functools.partial(
+            UpstoxBroker,
             tokens=tokens,
             order_url=url,
             api_url=values["ORDERS_UPSTOX_API_URL"],

@@ -65,11 +65,13 @@ def clean_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
     form_class = cls.params_form
     unknown = set(params) - set(form_class.base_fields)
     form = form_class(data=params)
-    errors = {} if form.is_valid() else dict(form.errors)
+    errors: dict[str, list[str]] = {} if form.is_valid() else {
+        name: [str(message) for message in messages] for name, messages in form.errors.items()
+    }
     if unknown:
         errors["__all__"] = [f"unknown params {sorted(unknown)}; allowed: {sorted(form_class.base_fields)}"]
     if errors:
-        raise ValidationError({name: list(messages) for name, messages in errors.items()})
+        raise ValidationError(errors)
     return {
         name: str(value) if isinstance(value, Decimal) else value
         for name, value in form.cleaned_data.items()
