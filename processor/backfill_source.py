@@ -1,6 +1,6 @@
 """Where strategy backfill reads recorded ticks from.
 
-The feeds app records every tick (issue 4); a `HistoricalTickProvider` reads a window
+The feeds app records every tick; a `HistoricalTickProvider` reads a window
 of them for one instrument. Until a recorder-backed provider is wired in, `NoHistory`
 answers with nothing and strategies warm up on live ticks.
 """
