@@ -36,7 +36,7 @@ django.setup()
 
 from feeds.market import SCALE, FeedData, MarketData  # noqa: E402
 from processor.processor import Processor  # noqa: E402
-from processor.routing import StrategySpec  # noqa: E402
+from processor.specs import StrategySpec  # noqa: E402
 
 SCALE_FLOAT = float(SCALE)  # the EMA's price conversion (processor.strategies.ema)
 

@@ -145,6 +145,7 @@ def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
     from feeds.tick_writer import postgres_conninfo
 
     dsn = postgres_conninfo()
+    # price and volume are numeric(38,0): binary COPY needs each column's own type.
     # Spelled out rather than taken from feeds.tick_writer: the limit stays independent
     # of the code it measures.
     statement = ('COPY feeds_tick (instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, '
@@ -155,7 +156,7 @@ def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
         started = time.perf_counter()
         for start in range(0, len(rows), BATCH):
             with conn.cursor() as cursor, cursor.copy(statement) as copy:
-                copy.set_types(["int8", "int8", "int8", "int8", "int8", "int8", "text", "text"])
+                copy.set_types(["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"])
                 for row in rows[start:start + BATCH]:
                     copy.write_row(row)
             conn.commit()

@@ -14,6 +14,7 @@ from django.utils.module_loading import import_string
 
 from feeds.market import fixed_to_str
 
+from orders.brokers.kinds import BROKERS, configured_factories
 from orders.brokers.registry import BrokerNotConfigured, BrokerRegistry
 from orders.ledger import ledger_open
 from orders.models import Account, Order, OrderIntent
@@ -26,21 +27,8 @@ log = logging.getLogger(__name__)
 def broker_registry_from_settings(*, auth_state: Any = None) -> BrokerRegistry:
     """Build (without connecting) the brokers this deployment is configured for."""
     registry = BrokerRegistry(paper_latency_s=settings.ORDERS_PAPER_LATENCY_S)
-    if settings.ORDERS_BINANCE_API_KEY:
-        from orders.brokers.binance_usdm import BinanceUsdmBroker
-
-        for mode, demo in (("live", False), ("sandbox", True)):
-            registry.factories[("binance-usdm", mode)] = lambda demo=demo: BinanceUsdmBroker(  # type: ignore[misc]
-                api_key=settings.ORDERS_BINANCE_API_KEY,
-                secret=settings.ORDERS_BINANCE_API_SECRET,
-                demo=demo,
-                fapi_url=settings.ORDERS_BINANCE_FAPI_URL,
-                timeout_s=settings.ORDERS_BROKER_TIMEOUT_S,
-            )
-    if auth_state is not None:
-        from orders.brokers.upstox import upstox_factories
-
-        registry.factories.update(upstox_factories(auth_state))
+    for kind in BROKERS.values():
+        registry.factories.update(configured_factories(kind, auth_state=auth_state))
     return registry
 
 
@@ -227,7 +215,7 @@ class ReconciliationNeedsOperator(RuntimeError):
 
 def entries_halt_from_settings() -> EntriesHalt:
     """The kill-switch callable named by ORDERS_ENTRIES_HALT (orders does not import the dashboard)."""
-    return import_string(settings.ORDERS_ENTRIES_HALT)
+    return import_string(settings.ORDERS_ENTRIES_HALT)  # type: ignore[no-any-return]
 
 
 def reconcile_accounts() -> str:

@@ -14,10 +14,11 @@ from typing import Any, AsyncIterable, Callable, Iterable, Mapping, Sequence
 import orjson
 
 from feeds.market import FeedData, fixed_to_str
-from processor.history import NoHistory
+from processor.backfill_source import NoHistory
 from processor.outputs import OutputBatch, OutputRow, StrategyOutput
 from processor.processor import Processor
-from processor.routing import Degraded, StrategySpec
+from processor.routing import Degraded
+from processor.specs import StrategySpec
 from processor.signals import Signal
 from processor.strategies import strategy_class
 

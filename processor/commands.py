@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from processor.routing import InstrumentKey, RouteKey, StrategySpec
+from processor.specs import FeedSymbol, RouteKey, StrategySpec
 
 
 @dataclass(frozen=True)
@@ -34,14 +34,14 @@ class TeardownStrategy:
 class InstrumentRouteAdded:
     key: RouteKey
     route_instance_id: int
-    instrument: InstrumentKey
+    instrument: FeedSymbol
 
 
 @dataclass(frozen=True)
 class InstrumentRouteRemoved:
     key: RouteKey
     route_instance_id: int
-    instrument: InstrumentKey
+    instrument: FeedSymbol
 
 
 RouteCommand = Union[Reconcile, Degrade, TeardownStrategy, InstrumentRouteAdded, InstrumentRouteRemoved]

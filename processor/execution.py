@@ -28,10 +28,10 @@ from typing import Any, Callable, Sequence
 
 from feeds.market import MarketData
 from processor.held import HeldPositionLookup, nothing_held
-from processor.history import HistoricalTickProvider
+from processor.backfill_source import HistoricalTickProvider
 from processor.mailbox import Mailbox
 from processor.outputs import OutputBatch, StrategyOutput, output_id
-from processor.routing import InstrumentKey, StrategySpec
+from processor.specs import FeedSymbol, StrategySpec
 from processor.signals import Position, Signal
 from processor.strategies.base import SignalRow, StrategyLogic
 
@@ -48,7 +48,7 @@ class ExecutionSubscriber:
 
 class StrategyExecution:
     def __init__(
-        self, *, spec: StrategySpec, instrument: InstrumentKey, logic: StrategyLogic,
+        self, *, spec: StrategySpec, instrument: FeedSymbol, logic: StrategyLogic,
         mailbox: Mailbox[Sequence[MarketData]], history: HistoricalTickProvider, backfill_window_ns: int,
         clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
         handed_over: Position | None = None,

@@ -8,7 +8,7 @@ from django.db import models
 
 
 from feeds.market import fixed_to_decimal
-from processor.kinds import clean_params, kind_choices
+from processor.strategies import clean_params, kind_choices
 from tradingsite.fixed_point_field import FixedPointField
 
 

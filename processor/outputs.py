@@ -31,12 +31,6 @@ class StrategyOutput:
     occurrence_ns: int  # exchange time of the tick that caused it
     values: dict[str, Any]  # floats for indicators, fixed-point ints for prices and volumes
 
-    def json_values(self) -> dict[str, Any]:
-        """Values for JSON: decimal strings for prices and volumes, floats for indicators."""
-        from processor.strategies import strategy_class  # the plug-ins import this module
-
-        return strategy_class(self.kind).encode_values((self.time_ns, self.occurrence_ns, *self.values.values()))
-
 
 @dataclass(slots=True)  # not frozen: a frozen __init__ costs more than folding a tick; never mutated
 class OutputBatch:

@@ -28,16 +28,14 @@ from feeds.market import FeedData, MarketData
 from processor.commands import (
     Degrade, InstrumentRouteAdded, InstrumentRouteRemoved, Reconcile, RouteCommand, TeardownStrategy,
 )
-from processor.executor import ExecutorSubscriber, StrategyExecutor
+from processor.strategy_executor import ExecutorSubscriber, StrategyExecutor
 from processor.held import HeldPositionLookup, nothing_held
-from processor.history import HistoricalTickProvider, NoHistory
+from processor.backfill_source import HistoricalTickProvider, NoHistory
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.readiness import Readiness, processor_readiness
-from processor.routing import (
-    Active, Degraded, InstrumentKey, RouteKey, RoutingSnapshot, Stopping, StrategyChunk, StrategyRoute,
-    StrategySpec, build_instrument_index,
-)
+from processor.routing import Active, Degraded, RoutingSnapshot, Stopping, StrategyRoute, build_instrument_index
+from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
 from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
 from tradingsite.runtime.core import FatalError
@@ -254,7 +252,7 @@ class Processor:
         successors = {
             spec.strategy_id: spec for spec in desired if spec.route_key not in current.routes_by_strategy
         }
-        handed_over: dict[RouteKey, dict[InstrumentKey, Position]] = {}
+        handed_over: dict[RouteKey, dict[FeedSymbol, Position]] = {}
         for key, route in current.routes_by_strategy.items():
             spec = wanted.get(key)
             if spec is None:
@@ -301,7 +299,7 @@ class Processor:
         return self._with_routes(replace(current, desired=desired), routes)
 
     def _add_route(
-        self, key: RouteKey, spec: StrategySpec, handed_over: dict[InstrumentKey, Position] | None = None,
+        self, key: RouteKey, spec: StrategySpec, handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
         mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
@@ -425,7 +423,7 @@ class Processor:
         reason = await self._fatal
         raise FatalError(f"processor: {reason}")
 
-    def instrument_routes(self) -> dict[str, frozenset[InstrumentKey]]:
+    def instrument_routes(self) -> dict[str, frozenset[FeedSymbol]]:
         """Strategy name -> instruments it is routed on (for diagnostics and tests)."""
         return {
             route.spec.name: route.executor.current_instrument_ids()

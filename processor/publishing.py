@@ -17,6 +17,7 @@ from feeds.market import fixed_to_str
 from feeds.publisher import MARKET_GROUP
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.signals import Signal, SignalHub
+from processor.strategies import output_json_values
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def output_message_row(output: StrategyOutput, symbol: str) -> dict[str, Any]:
         "venue_symbol": output.symbol,
         "time_ms": output.time_ns // 1_000_000,
         "occurrence_time_ms": output.occurrence_ns // 1_000_000,
-        "values": output.json_values(),
+        "values": output_json_values(output),
     }
 
 

@@ -1,4 +1,4 @@
-"""The processor's routing state: specs, routes, route states and the immutable snapshot.
+"""The processor's routing state: routes, route states and the immutable snapshot.
 
 Only the route command loop builds snapshots; every change produces a new one, so the
 feed router reads a consistent view without locks. Maps are read-only proxies over
@@ -6,47 +6,14 @@ dicts that are never touched after construction.
 """
 from __future__ import annotations
 
-import json
+import asyncio
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import Mapping, Union
 
-from feeds.market import MarketData
-
-if TYPE_CHECKING:
-    import asyncio
-
-    from processor.executor import StrategyExecutor
-    from processor.mailbox import Mailbox
-
-InstrumentKey = tuple[str, str]  # (feed name, venue symbol)
-RouteKey = tuple[int, str, str]  # (strategy id, kind, canonical params JSON): a config change is a new route
-StrategyChunk = tuple[InstrumentKey, Sequence[MarketData]]  # what a strategy mailbox holds
-
-
-@dataclass(frozen=True)
-class StrategySpec:
-    """One enabled strategy as the repository wants it run."""
-
-    strategy_id: int
-    name: str
-    kind: str
-    params_json: str  # canonical (sorted keys) so equal params compare equal
-    instruments: frozenset[InstrumentKey]
-
-    @staticmethod
-    def build(
-        *, strategy_id: int, name: str, kind: str, params: Mapping[str, Any], instruments: frozenset[InstrumentKey]
-    ) -> "StrategySpec":
-        return StrategySpec(strategy_id, name, kind, json.dumps(dict(params), sort_keys=True), instruments)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return dict(json.loads(self.params_json))
-
-    @property
-    def route_key(self) -> RouteKey:
-        return (self.strategy_id, self.kind, self.params_json)
+from processor.mailbox import Mailbox
+from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
+from processor.strategy_executor import StrategyExecutor
 
 
 @dataclass(frozen=True)
@@ -58,7 +25,7 @@ class Active:
 class Stopping:
     """Removed from the repository, still running its instruments with open positions."""
 
-    retained: frozenset[InstrumentKey]
+    retained: frozenset[FeedSymbol]
 
 
 @dataclass(frozen=True)
@@ -76,10 +43,10 @@ class StrategyRoute:
     key: RouteKey
     spec: StrategySpec
     route_instance_id: int  # the incarnation: a re-added strategy gets a new one
-    mailbox: "Mailbox[StrategyChunk]"
-    executor: "StrategyExecutor"
+    mailbox: Mailbox[StrategyChunk]
+    executor: StrategyExecutor
     state: RouteState
-    jobs: tuple["asyncio.Task[None]", ...] = ()  # route-side jobs (the stopping watcher)
+    jobs: tuple[asyncio.Task[None], ...] = ()  # route-side jobs (the stopping watcher)
 
 
 # What the feed router needs per target: (route key, route instance id, strategy mailbox).

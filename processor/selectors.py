@@ -6,10 +6,9 @@ from typing import Collection
 
 from django.core.exceptions import ValidationError
 
-from processor.kinds import clean_params
 from processor.models import Strategy
-from processor.routing import StrategySpec
-from processor.strategies import STRATEGIES
+from processor.specs import StrategySpec
+from processor.strategies import STRATEGIES, clean_params
 
 
 @dataclass(frozen=True)

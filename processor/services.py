@@ -9,6 +9,7 @@ from django.db import transaction
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.outputs import StrategyOutput
 from processor.signals import Signal
+from processor.strategies import output_json_values
 
 
 def _aware(ns: int) -> datetime:
@@ -35,7 +36,7 @@ def strategy_events_persist(
                     strategy_id=output.strategy_id if output.strategy_id in existing else None,
                     strategy_name=output.strategy_name,
                     feed=output.feed, symbol=output.symbol, time_ns=output.time_ns,
-                    occurrence_ns=output.occurrence_ns, values=output.json_values(),
+                    occurrence_ns=output.occurrence_ns, values=output_json_values(output),
                 )
                 for output in all_outputs.values()
             ],

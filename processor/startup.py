@@ -21,11 +21,11 @@ from feeds.market import MarketData
 from feeds.tick_selectors import InstrumentNotFound
 from processor import selectors, services
 from processor.held import nothing_held
-from processor.history import HistoricalTickProvider
+from processor.backfill_source import HistoricalTickProvider
 from processor.processor import Processor
 from processor.publishing import LiveStrategyEvents
 from processor.readiness import Readiness
-from processor.routing import StrategySpec
+from processor.specs import StrategySpec
 from processor.signals import SignalHub
 from tradingsite.health import Status
 from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask

@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from feeds.models import Feed, Instrument, MarketType, Subscription
-from orders.models import Account, Broker, TradeMode, TradeSetting
+from orders.brokers.kinds import PAPER
+from orders.models import Account, TradeMode, TradeSetting
 from processor.models import Strategy
 
 DEMO_USERNAME = "demo"
@@ -77,7 +78,7 @@ def demo_load(*, password: str | None = None) -> DemoResult:
         user.save(update_fields=["password"])
 
     account, _ = Account.objects.get_or_create(
-        owner=user, name="Paper", defaults={"broker": Broker.PAPER, "allocated_capital": Decimal("100000")}
+        owner=user, name="Paper", defaults={"broker": PAPER, "allocated_capital": Decimal("100000")}
     )
     for strategy, quantity in ((ema, "0.01"), (breakout, "1")):
         TradeSetting.objects.get_or_create(

@@ -11,10 +11,9 @@ Binance errors used: -2013 order does not exist, -2011 unknown order (cancel),
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Sequence
-
-import ccxt.async_support as ccxt
 
 from feeds.market import fixed_to_str, parse_fixed
 from orders.brokers.base import (
@@ -27,6 +26,7 @@ from orders.brokers.base import (
     OrderNotFound,
     OrderRequest,
 )
+from orders.brokers.kinds import BrokerFactory, BrokerKind, BrokerSetup, register_broker
 from orders.models.lifecycle import OrderStatus, OrderType
 
 STATUS = {
@@ -41,6 +41,13 @@ STATUS = {
 NOT_FOUND_CODES = {-2013, -2011}
 DUPLICATE_CODE = -4116
 _CODE = re.compile(r'"code"\s*:\s*(-?\d+)')
+
+
+def _ccxt() -> Any:
+    # ccxt takes most of a second to import: only a process that talks to Binance pays it.
+    import ccxt.async_support
+
+    return ccxt.async_support
 
 
 def _code(exc: Exception) -> int | None:
@@ -101,7 +108,7 @@ class BinanceUsdmBroker:
     def _client(self) -> Any:
         # Built on first use: a constructor opens no session (NautilusTrader's adapter rule).
         if self._exchange is None:
-            exchange = ccxt.binanceusdm(dict(self._config))
+            exchange = _ccxt().binanceusdm(dict(self._config))
             if self._demo:
                 exchange.enable_demo_trading(True)
             if self._fapi_url:
@@ -112,6 +119,7 @@ class BinanceUsdmBroker:
         return self._exchange
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        ccxt = _ccxt()
         try:
             return await getattr(self._client(), method)(params)
         except ccxt.NetworkError as exc:  # timeouts, 5xx, rate limits: the outcome is unknown
@@ -169,3 +177,26 @@ class BinanceUsdmBroker:
         if exchange is not None:
             await exchange.close()
 
+
+def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
+    values = setup.settings
+    return {
+        mode: functools.partial(
+            BinanceUsdmBroker,
+            api_key=values["ORDERS_BINANCE_API_KEY"],
+            secret=values["ORDERS_BINANCE_API_SECRET"],
+            demo=demo,
+            fapi_url=values["ORDERS_BINANCE_FAPI_URL"],
+            timeout_s=values["ORDERS_BROKER_TIMEOUT_S"],
+        )
+        for mode, demo in (("live", False), ("sandbox", True))
+    }
+
+
+# One exchange key serves both modes: sandbox is ccxt's demo trading on the same key.
+KIND = register_broker(BrokerKind(
+    BinanceUsdmBroker.name, "Binance USD-M",
+    settings=("ORDERS_BINANCE_API_KEY", "ORDERS_BINANCE_API_SECRET", "ORDERS_BINANCE_FAPI_URL", "ORDERS_BROKER_TIMEOUT_S"),
+    required=("ORDERS_BINANCE_API_KEY",),
+    factories=_factories,
+))

@@ -28,6 +28,7 @@ from orders.brokers.base import (
     OrderNotFound,
     OrderRequest,
 )
+from orders.brokers.kinds import PAPER, BrokerKind, register_broker
 from orders.models.lifecycle import OrderSide, OrderStatus, OrderType
 from orders.models.paper import PaperFill, PaperOrder
 from orders.money import bps_of, notional
@@ -213,7 +214,7 @@ def paper_open_symbols() -> set[str]:
 class PaperBroker:
     """The async Broker over one paper account, with an injected acknowledgement latency."""
 
-    name = "paper"
+    name = PAPER
 
     def __init__(
         self,
@@ -257,3 +258,7 @@ class PaperBroker:
 
     async def close(self) -> None:
         return None
+
+
+# Built by BrokerRegistry itself, one per account: each paper account keeps its own book.
+KIND = register_broker(BrokerKind(PAPER, "Paper (simulated exchange)"))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from orders.brokers.base import Broker
+from orders.brokers.kinds import PAPER
 from orders.brokers.paper import PaperBroker
 
 
@@ -20,14 +21,14 @@ class BrokerNotConfigured(LookupError):
 @dataclass
 class BrokerRegistry:
     paper_latency_s: float = 0.0
-    # (venue, mode) -> factory; filled from settings by orders.startup
+    # (venue, mode) -> factory; filled from the broker kinds by orders.services.broker_registry_from_settings
     factories: dict[tuple[str, str], Callable[[], Broker]] = field(default_factory=dict)
     on_paper_place: Callable[[str], None] | None = None
     _brokers: dict[tuple[str, str], Broker] = field(default_factory=dict)
 
     def broker_for(self, *, account_id: int, venue: str, mode: str) -> Broker:
-        if venue == "paper":
-            key = ("paper", str(account_id))
+        if venue == PAPER:
+            key = (PAPER, str(account_id))
             if key not in self._brokers:
                 self._brokers[key] = PaperBroker(
                     account_key=str(account_id), latency_s=self.paper_latency_s, on_place=self.on_paper_place

@@ -18,6 +18,7 @@ retry is never sent blindly: reconciliation looks the tag up in the order book f
 """
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Sequence
@@ -35,6 +36,7 @@ from orders.brokers.base import (
     OrderNotFound,
     OrderRequest,
 )
+from orders.brokers.kinds import BrokerFactory, BrokerKind, BrokerSetup, register_broker
 from orders.models.lifecycle import OrderStatus, OrderType
 from orders.money import to_fixed
 from recovery.datasource import TokenSource
@@ -231,28 +233,38 @@ class UpstoxBroker:
             await client.aclose()
 
 
-def upstox_factories(auth_state: Any) -> dict[tuple[str, str], Any]:
-    """Broker factories for the Upstox tokens recovery has configured (live = OAuth, sandbox = provisioned)."""
-    from django.conf import settings
-
-    factories: dict[tuple[str, str], Any] = {}
+def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
+    """Brokers for the Upstox tokens recovery has configured (live = OAuth, sandbox = provisioned)."""
+    if setup.auth_state is None:
+        return {}
+    values = setup.settings
+    factories: dict[str, BrokerFactory] = {}
     for mode, kind, url, sandbox in (
-        ("live", TokenKind.OAUTH, settings.ORDERS_UPSTOX_ORDER_URL, False),
-        ("sandbox", TokenKind.SANDBOX, settings.ORDERS_UPSTOX_SANDBOX_URL, True),
+        ("live", TokenKind.OAUTH, values["ORDERS_UPSTOX_ORDER_URL"], False),
+        ("sandbox", TokenKind.SANDBOX, values["ORDERS_UPSTOX_SANDBOX_URL"], True),
     ):
         try:
-            tokens = auth_state.token_source(TokenKey("upstox", kind))
+            tokens = setup.auth_state.token_source(TokenKey("upstox", kind))
         except KeyError:
             continue
-        factories[("upstox", mode)] = lambda tokens=tokens, url=url, sandbox=sandbox: UpstoxBroker(
+        factories[mode] = functools.partial(
+            UpstoxBroker,
             tokens=tokens,
             order_url=url,
-            api_url=settings.ORDERS_UPSTOX_API_URL,
+            api_url=values["ORDERS_UPSTOX_API_URL"],
             sandbox=sandbox,
-            product=settings.ORDERS_UPSTOX_PRODUCT,
-            timeout_s=settings.ORDERS_BROKER_TIMEOUT_S,
+            product=values["ORDERS_UPSTOX_PRODUCT"],
+            timeout_s=values["ORDERS_BROKER_TIMEOUT_S"],
         )
     return factories
 
 
-
+# Configured by tokens, not settings: a process without recovery's token state has none.
+KIND = register_broker(BrokerKind(
+    UpstoxBroker.name, "Upstox",
+    settings=(
+        "ORDERS_UPSTOX_ORDER_URL", "ORDERS_UPSTOX_SANDBOX_URL", "ORDERS_UPSTOX_API_URL", "ORDERS_UPSTOX_PRODUCT",
+        "ORDERS_BROKER_TIMEOUT_S",
+    ),
+    factories=_factories,
+))

@@ -5,7 +5,7 @@ feeds.market.SCALE (value times 10**12, tradingsite.fixed_point_field), as in th
 table: SQLite keeps only 15 significant digits of a DecimalField and sums it as float,
 and a ledger must add up exactly on both databases.
 """
-from orders.models.accounts import Account, Broker, Reversal, TradeMode, TradeSetting
+from orders.models.accounts import Account, Reversal, TradeMode, TradeSetting
 from orders.models.audit import AuditEvent
 from orders.models.ledger import CapitalLedger, LedgerEntry
 from orders.models.lifecycle import Fill, Order, OrderIntent, OrderSide, OrderStatus, OrderType, Position, PositionSide
@@ -16,7 +16,6 @@ from orders.models.paper import PaperFill, PaperOrder
 __all__ = [
     "Account",
     "AuditEvent",
-    "Broker",
     "CapitalLedger",
     "EntryLock",
     "Fill",

@@ -8,13 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from orders.brokers.kinds import PAPER, broker_choices
 from tradingsite.fixed_point_field import stored_exactly
-
-
-class Broker(models.TextChoices):
-    PAPER = "paper", "Paper (simulated exchange)"
-    BINANCE_USDM = "binance-usdm", "Binance USD-M"
-    UPSTOX = "upstox", "Upstox"
 
 
 class TradeMode(models.TextChoices):
@@ -28,7 +23,8 @@ class Account(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="accounts")
     name = models.CharField(max_length=80)
-    broker = models.CharField(max_length=20, choices=Broker.choices, default=Broker.PAPER)
+    # Choices from the broker kinds (orders.brokers.kinds): a new kind needs no migration.
+    broker = models.CharField(max_length=20, choices=broker_choices, default=PAPER)
     allocated_capital = models.DecimalField(
         max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal(0)), stored_exactly]
     )
@@ -94,7 +90,7 @@ class TradeSetting(models.Model):
     def clean(self) -> None:
         if not self.account_id:
             return
-        paper_account = self.account.broker == Broker.PAPER
+        paper_account = self.account.broker == PAPER
         if paper_account != (self.mode == TradeMode.PAPER):
             raise ValidationError(
                 {"mode": "paper accounts trade in paper mode only, and paper mode needs a paper account"}

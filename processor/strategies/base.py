@@ -1,13 +1,16 @@
 """The strategy plug-in interface: a kind's logic folded over ticks of one instrument.
 
-A kind is a class registered with `@register_strategy("name")`; its params were
-validated by the kind's form in processor.kinds. One instance holds the state of one
-strategy on one instrument and is driven by exactly one StrategyExecution.
+A kind is a subclass that declares its name, params form and outputs as class
+attributes and is registered with `@register_strategy` (processor.strategies.registry);
+its params were validated by that form before it is built. One instance holds the
+state of one strategy on one instrument and is driven by exactly one StrategyExecution.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
+
+from django import forms
 
 from feeds.market import MarketData, fixed_to_str
 from processor.outputs import OutputRow
@@ -18,7 +21,9 @@ SignalRow = tuple[int, SignalKind, int, int]
 
 
 class StrategyLogic(ABC):
-    kind: ClassVar[str]
+    kind: ClassVar[str]  # the name stored in Strategy.kind
+    # Validates and normalises the JSON params of a Strategy, one error per parameter.
+    params_form: ClassVar[type[forms.Form]]
     output_names: ClassVar[tuple[str, ...]]
     # True when output values are fixed-point prices/volumes, False when float indicators.
     fixed_point_outputs: ClassVar[bool]
@@ -71,23 +76,3 @@ class StrategyLogic(ABC):
             return {name: fixed_to_str(value) for name, value in zip(cls.output_names, values)}
         return dict(zip(cls.output_names, values))
 
-
-STRATEGIES: dict[str, type[StrategyLogic]] = {}
-
-
-def register_strategy(kind: str) -> Callable[[type[StrategyLogic]], type[StrategyLogic]]:
-    def register(cls: type[StrategyLogic]) -> type[StrategyLogic]:
-        if kind in STRATEGIES:
-            raise ValueError(f"strategy kind {kind!r} is registered twice")
-        cls.kind = kind
-        STRATEGIES[kind] = cls
-        return cls
-
-    return register
-
-
-def strategy_class(kind: str) -> type[StrategyLogic]:
-    try:
-        return STRATEGIES[kind]
-    except KeyError:
-        raise LookupError(f"unknown strategy kind {kind!r}; known: {sorted(STRATEGIES)}") from None

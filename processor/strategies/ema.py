@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from django import forms
+
 from feeds.market import SCALE, MarketData
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
-from processor.strategies.base import SignalRow, StrategyLogic, register_strategy
+from processor.strategies.base import SignalRow, StrategyLogic
+from processor.strategies.registry import register_strategy
 
 _NS_PER_S = 1_000_000_000
 # Indicators compute in float. `price / SCALE` rounds exactly once but leaves CPython's
@@ -24,8 +27,25 @@ _NS_PER_S = 1_000_000_000
 _SCALE_FLOAT = float(SCALE)
 
 
-@register_strategy("ema")
+class EmaParams(forms.Form):
+    """Fast/slow EMA crossover over time buckets."""
+
+    timeframe_s = forms.IntegerField(min_value=1, max_value=86_400)
+    fast = forms.IntegerField(min_value=1, max_value=10_000)
+    slow = forms.IntegerField(min_value=2, max_value=10_000)
+    long_only = forms.BooleanField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "fast" in cleaned and "slow" in cleaned and cleaned["fast"] >= cleaned["slow"]:
+            self.add_error("slow", "slow must be greater than fast")
+        return cleaned
+
+
+@register_strategy
 class EmaCrossover(StrategyLogic):
+    kind = "ema"
+    params_form = EmaParams
     output_names = ("fast", "slow")
     fixed_point_outputs = False
 

@@ -18,14 +18,28 @@ from collections import deque
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
+from django import forms
+
 from feeds.market import MarketData, fixed_from_decimal
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
-from processor.strategies.base import SignalRow, StrategyLogic, register_strategy
+from processor.strategies.base import SignalRow, StrategyLogic
+from processor.strategies.registry import register_strategy
 
 
-@register_strategy("volume_breakout")
+class VolumeBreakoutParams(forms.Form):
+    """Breakouts of synthetic volume bars over the last `lookback` bars."""
+
+    bar_volume = forms.DecimalField(min_value=Decimal("0.000000000001"), max_digits=30, decimal_places=12)
+    lookback = forms.IntegerField(min_value=1, max_value=10_000)
+    hold_bars = forms.IntegerField(min_value=1, max_value=100_000)
+    cooldown_bars = forms.IntegerField(min_value=0, max_value=100_000)
+
+
+@register_strategy
 class VolumeBreakout(StrategyLogic):
+    kind = "volume_breakout"
+    params_form = VolumeBreakoutParams
     output_names = ("open", "high", "low", "close", "volume")
     fixed_point_outputs = True
 

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from feeds.market import FeedData, MarketData, parse_fixed
 from processor.outputs import OutputBatch, StrategyOutput
-from processor.routing import StrategySpec
+from processor.specs import StrategySpec
 from processor.signals import Signal
 from tests.processor.scripted import KIND
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from django import forms
+
 from feeds.market import MarketData
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
@@ -17,7 +19,13 @@ KIND = "test_scripted"
 _WANTED = {"long": Position.LONG, "short": Position.SHORT, "flat": Position.FLAT}
 
 
+class ScriptedParams(forms.Form):
+    """No params: the ticks say what to do."""
+
+
 class ScriptedStrategy(StrategyLogic):
+    kind = KIND
+    params_form = ScriptedParams
     output_names = ("position",)
     fixed_point_outputs = False
 
@@ -33,4 +41,4 @@ class ScriptedStrategy(StrategyLogic):
 
 
 if KIND not in STRATEGIES:
-    register_strategy(KIND)(ScriptedStrategy)
+    register_strategy(ScriptedStrategy)

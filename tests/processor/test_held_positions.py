@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from processor.history import InMemoryHistory
+from processor.backfill_source import InMemoryHistory
 from processor.processor import Processor
 from processor.readiness import ProcessorHealth
 from processor.routing import Degraded, Stopping

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from processor.history import InMemoryHistory
+from processor.backfill_source import InMemoryHistory
 from processor.mailbox import Mailbox
 from processor.processor import Processor
 from processor.readiness import ProcessorHealth
@@ -281,8 +281,8 @@ def test_a_full_mailbox_refuses_without_waiting():
 
 
 async def test_executions_and_executors_refuse_to_start_before_a_subscriber():
-    from processor.executor import StrategyExecutor
-    from processor.history import NoHistory
+    from processor.strategy_executor import StrategyExecutor
+    from processor.backfill_source import NoHistory
 
     executor = StrategyExecutor(
         spec=spec(1, ["BTC"]), strategy_mailbox=Mailbox(), history=NoHistory(),

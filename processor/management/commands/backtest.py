@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from feeds.market import FeedData
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
-from processor.kinds import KINDS, clean_params
+from processor.strategies import STRATEGIES, clean_params
 from processor.tick_files import TickFileError, read_tick_csv
 
 _RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
@@ -51,7 +51,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--strategy", required=True, help=f"strategy kind: {', '.join(sorted(KINDS))}")
+        parser.add_argument("--strategy", required=True, help=f"strategy kind: {', '.join(sorted(STRATEGIES))}")
         parser.add_argument("--params", required=True, help='JSON object, e.g. \'{"timeframe_s":60,"fast":12,"slow":26}\'')
         parser.add_argument("--ticks", help="CSV file with header ts_ms,symbol,price,volume")
         parser.add_argument("--from", dest="start", help="recorded ticks from this ISO time (UTC when no offset)")

@@ -20,10 +20,10 @@ from typing import Callable, Sequence
 from feeds.market import MarketData
 from processor.execution import ExecutionSubscriber, StrategyExecution
 from processor.held import HeldPositionLookup, nothing_held
-from processor.history import HistoricalTickProvider
+from processor.backfill_source import HistoricalTickProvider
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox, MailboxClosed
 from processor.outputs import OutputBatch, StrategyOutput
-from processor.routing import InstrumentKey, StrategyChunk, StrategySpec
+from processor.specs import FeedSymbol, StrategyChunk, StrategySpec
 from processor.signals import Position, Signal
 from processor.strategies import strategy_class
 
@@ -49,12 +49,12 @@ class InstrumentRoute:
 class StrategyExecutor:
     def __init__(
         self, *, spec: StrategySpec, strategy_mailbox: Mailbox[StrategyChunk], history: HistoricalTickProvider,
-        on_route_overflow: Callable[[InstrumentKey, BaseException], None],
-        on_instrument_route_added: Callable[[InstrumentKey], None],
-        on_instrument_route_removed: Callable[[InstrumentKey], None],
+        on_route_overflow: Callable[[FeedSymbol, BaseException], None],
+        on_instrument_route_added: Callable[[FeedSymbol], None],
+        on_instrument_route_removed: Callable[[FeedSymbol], None],
         backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
         clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
-        handed_over: dict[InstrumentKey, Position] | None = None,
+        handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> None:
         self.spec = spec
         self._mailbox = strategy_mailbox
@@ -67,8 +67,8 @@ class StrategyExecutor:
         self._clock_ns = clock_ns
         self._held_position = held_position
         self._handed_over = dict(handed_over or {})  # consumed by the first execution of each instrument
-        self._routes: dict[InstrumentKey, InstrumentRoute] = {}
-        self._wanted: frozenset[InstrumentKey] = frozenset()
+        self._routes: dict[FeedSymbol, InstrumentRoute] = {}
+        self._wanted: frozenset[FeedSymbol] = frozenset()
         self._subscriber: ExecutorSubscriber | None = None
         self._router: asyncio.Task[None] | None = None
         self._flat_waiters: list[asyncio.Future[None]] = []
@@ -90,16 +90,16 @@ class StrategyExecutor:
         self._router = asyncio.create_task(self._route(), name=f"executor:{self.spec.name}")
         self._reconcile_executions()
 
-    def set_instruments(self, instruments: frozenset[InstrumentKey]) -> None:
+    def set_instruments(self, instruments: frozenset[FeedSymbol]) -> None:
         """Want exactly `instruments`; unwanted ones with an open position are retained."""
         self._wanted = instruments
         if self._router is not None and not self.cancelled:
             self._reconcile_executions()
 
-    def current_instrument_ids(self) -> frozenset[InstrumentKey]:
+    def current_instrument_ids(self) -> frozenset[FeedSymbol]:
         return frozenset(self._routes)
 
-    def execution(self, instrument: InstrumentKey) -> StrategyExecution | None:
+    def execution(self, instrument: FeedSymbol) -> StrategyExecution | None:
         route = self._routes.get(instrument)
         return route.execution if route else None
 
@@ -110,14 +110,14 @@ class StrategyExecutor:
     def has_open_positions(self) -> bool:
         return any(route.execution.has_open_position for route in self._routes.values())
 
-    def hand_over(self, instruments: frozenset[InstrumentKey]) -> dict[InstrumentKey, Position]:
+    def hand_over(self, instruments: frozenset[FeedSymbol]) -> dict[FeedSymbol, Position]:
         """Stop the executions on `instruments` that hold a position and return those positions.
 
         The caller starts the strategy's replacement executor with them, so exactly one
         execution manages each open position. An execution still warming up knows no
         position yet (its replacement asks the ledger) and is not handed over.
         """
-        handed: dict[InstrumentKey, Position] = {}
+        handed: dict[FeedSymbol, Position] = {}
         for instrument in sorted(instruments & self._routes.keys()):
             position = self._routes[instrument].execution.known_position
             if position is not None and position != Position.FLAT:
@@ -175,7 +175,7 @@ class StrategyExecutor:
             if not self._routes[instrument].execution.has_open_position:
                 self._remove_route(instrument)
 
-    def _add_route(self, instrument: InstrumentKey) -> None:
+    def _add_route(self, instrument: FeedSymbol) -> None:
         mailbox: Mailbox[Sequence[MarketData]] = Mailbox(self._mailbox_capacity)
         execution = StrategyExecution(
             spec=self.spec, instrument=instrument, logic=strategy_class(self.spec.kind)(self.spec.params),
@@ -193,7 +193,7 @@ class StrategyExecutor:
         self._routes[instrument] = InstrumentRoute(mailbox, execution)
         self._on_added(instrument)
 
-    def _remove_route(self, instrument: InstrumentKey) -> None:
+    def _remove_route(self, instrument: FeedSymbol) -> None:
         route = self._routes.pop(instrument)
         route.execution.unsubscribe()  # the bridge goes first, then the execution
         route.execution.cancel()
