@@ -36,7 +36,7 @@ TTL_MS = 15_000
 
 
 async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # type: ignore[no-untyped-def]
-    from feeds.redispub.envelope import Envelope, encode
+    from feeds.distribution.redispub.envelope import Envelope, encode
 
     # A body of the same size as the publisher's, encoded once: the limit pays no envelope work.
     body = encode(Envelope(
@@ -59,12 +59,12 @@ async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # 
 
 async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float:  # type: ignore[no-untyped-def]
     from feeds.market import FeedData, MarketData, Side
-    from feeds.redispub.bridge import MarketDataBridge
-    from feeds.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
-    from feeds.redispub.envelope import Source
-    from feeds.redispub.gate import MetadataGate
-    from feeds.redispub.metadata_types import InstrumentMetadata
-    from feeds.redispub.publisher import RedisPublisher
+    from feeds.distribution.redispub.bridge import MarketDataBridge
+    from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
+    from feeds.distribution.redispub.envelope import Source
+    from feeds.distribution.redispub.publish_gate import MetadataGate
+    from feeds.distribution.redispub.metadata_types import InstrumentMetadata
+    from feeds.distribution.redispub.publisher import RedisPublisher
     from tradingsite.health import HealthBoard
 
     feed = FeedEntry(

@@ -16,18 +16,18 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from feeds import selectors
-from feeds.checkpoint import load_checkpoints, record_known_hole
-from feeds.fanout import FeedFanout, drain
-from feeds.feed_streams import build_feed_streams, is_exchange_venue
-from feeds.metadata_gate import InstrumentMetadataGate
-from feeds.publisher import PricePublisher
-from feeds.ratelimit import RateLimiterRegistry
-from feeds.recorder import TickRecorder
-from feeds.stream import FeedStream
-from feeds.stream_settings import feed_stream_settings
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import pipelined_writer_for_database
-from feeds.redispub.metadata import venue_lists_metadata
+from feeds.streams.checkpoint import load_checkpoints, record_known_hole
+from feeds.distribution.fanout import FeedFanout, drain
+from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
+from feeds.distribution.metadata_gate import InstrumentMetadataGate
+from feeds.distribution.price_publisher import PricePublisher
+from feeds.streams.venue_limiter import RateLimiterRegistry
+from feeds.recording.recorder import TickRecorder
+from feeds.streams.feed_stream import FeedStream
+from feeds.streams.stream_settings import feed_stream_settings
+from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_writer import pipelined_writer_for_database
+from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
 from feeds.venues.base import ExchangeVenue, FeedSpec
 from tradingsite.health import Status

@@ -249,7 +249,7 @@ class ExchangeVenueCommon:
     settings_defaults: Mapping[str, object]
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        from feeds.venues.settings import clean_exchange_settings
+        from feeds.venues.exchange_settings import clean_exchange_settings
 
         return clean_exchange_settings(self.name, settings, self.settings_defaults)
 

@@ -31,7 +31,7 @@ from feeds.venues.errors import (
     values_refusal,
 )
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"

@@ -29,7 +29,7 @@ from feeds.venues.errors import (
     DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol, trade_refusal,
 )
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"

@@ -35,7 +35,7 @@ from feeds.venues.errors import (
 )
 from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, ms_to_ns
 from feeds.venues.rest import fetch
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "kucoin-futures"
 WS_BASE_URL = "wss://ws-api-futures.kucoin.com"  # informational: the bullet names the server

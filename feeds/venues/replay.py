@@ -158,7 +158,7 @@ def database_frames(feed: FeedSpec, settings: Mapping[str, object]) -> Callable[
     """Return a frame iterator over ticks recorded on `source_feed` for the feed's instruments."""
 
     async def frames() -> AsyncIterator[bytes]:
-        from feeds.history import arecorded_ticks
+        from feeds.recording.tick_history import arecorded_ticks
 
         start = _iso_to_ns(str(settings["start"])) if settings["start"] else 0
         end = _iso_to_ns(str(settings["end"])) if settings["end"] else 2**63 - 1

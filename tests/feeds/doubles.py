@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from feeds.market import MarketData
-from feeds.runtime_events import RuntimeEvent
-from feeds.window_planner import TradeRecoveryWindow
+from feeds.streams.runtime_events import RuntimeEvent
+from feeds.streams.window_planner import TradeRecoveryWindow
 
 
 class FakeClock:

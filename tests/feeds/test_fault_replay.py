@@ -13,11 +13,11 @@ from collections import Counter, defaultdict
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.models import Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_writer import writer_for_database
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import Collector, expected_trades, start_streams, stop

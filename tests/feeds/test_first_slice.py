@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import asyncio
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData, MarketData, Side, fixed_to_str, parse_fixed
-from feeds.publisher import PricePublisher
-from feeds.stream import FeedStream
+from feeds.distribution.price_publisher import PricePublisher
+from feeds.streams.feed_stream import FeedStream
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.simulated import VENUE, SimulatedMarket
 from tradingsite.health import HealthBoard, Status

@@ -7,13 +7,13 @@ from typing import Sequence
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData, Side
 from feeds.models import StreamCheckpoint, Tick
-from feeds.instrument_key import InstrumentKey
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import (
+from feeds.recording.instrument_key import InstrumentKey
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_writer import (
     BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, pipelined_writer_for_database, writer_for_database,
 )
 from tests.feeds.factories import make_feed, trade
@@ -228,7 +228,7 @@ async def test_a_failed_batch_stops_the_later_ones_and_all_are_retried_in_order(
 @pytest.mark.needs_postgres
 @pytest.mark.django_db(transaction=True)
 def test_postgres_copy_process_writer_stores_exact_integers() -> None:
-    from feeds.copy_process import CopyProcessWriter
+    from feeds.recording.copy_process import CopyProcessWriter
 
     _record_through_database(pipelined_writer_for_database)
     assert isinstance(pipelined_writer_for_database(), CopyProcessWriter)

@@ -9,9 +9,9 @@ from channels.db import database_sync_to_async
 
 from feeds.market import FeedData, MarketData
 from feeds.models import KnownHole, StreamCheckpoint, Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import PipelinedWriter, TickWriter, pipelined_writer_for_database, writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_writer import PipelinedWriter, TickWriter, pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status
@@ -26,7 +26,7 @@ def _poisoned(trade_id: int) -> MarketData:
 
 WRITERS: dict[str, Callable[[], TickWriter | PipelinedWriter]] = {
     "in-process writer": writer_for_database,  # bulk_create on SQLite, COPY on PostgreSQL
-    "writer process": pipelined_writer_for_database,  # COPY in feeds.copy_worker on PostgreSQL
+    "writer process": pipelined_writer_for_database,  # COPY in feeds.recording.copy_worker on PostgreSQL
 }
 
 

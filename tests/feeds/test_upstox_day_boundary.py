@@ -18,12 +18,12 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.market import SCALE
 from feeds.models import Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_writer import writer_for_database
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.upstox import AUTHORIZE_PATH, UpstoxVenue
 from tests.feeds.factories import make_feed

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from feeds.market import fixed_to_str
-from feeds.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
+from feeds.recording.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
 
 HEADER = ("ts_ms", "symbol", "price", "volume")
 

@@ -28,8 +28,8 @@ def _parse_time(text: str, option: str) -> int:
 
 
 def _recorded_batches(feed: str, symbols: list[str], start_ns: int, end_ns: int, batch_ticks: int) -> Iterator[FeedData]:
-    from feeds.history import recorded_ticks  # the recorder's reader; only this mode needs it
-    from feeds.tick_selectors import InstrumentNotFound
+    from feeds.recording.tick_history import recorded_ticks  # the recorder's reader; only this mode needs it
+    from feeds.recording.tick_selectors import InstrumentNotFound
 
     for window_start in range(start_ns, end_ns, _RECORDED_WINDOW_NS):
         window_end = min(window_start + _RECORDED_WINDOW_NS, end_ns)

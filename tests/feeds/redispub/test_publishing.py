@@ -11,8 +11,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from feeds.market import FeedData
-from feeds.redispub.envelope import Source, decode
-from feeds.redispub.metadata_types import InstrumentMetadata
+from feeds.distribution.redispub.envelope import Source, decode
+from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 from tests.feeds.factories import make_feed, trade
 from tests.feeds.redispub.conftest import FAST_OPTIONS, make_service, running
 from tests.helpers import async_eventually
@@ -111,7 +111,7 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
 
 
 async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> None:
-    from feeds.fanout import FeedFanout
+    from feeds.distribution.fanout import FeedFanout
     from feeds.redis_startup import redis_publisher_startup_tasks
     from tradingsite.runtime.core import RuntimeContext
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feeds.fanout import FeedFanout
-from feeds.stream import FeedStream
+from feeds.distribution.fanout import FeedFanout
+from feeds.streams.feed_stream import FeedStream
 from feeds.venues import VENUES
 from feeds.venues.base import FeedSpec, ParseError
 from tests.feeds.venues import golden

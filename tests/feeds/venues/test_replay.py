@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from feeds.fanout import FeedFanout
+from feeds.distribution.fanout import FeedFanout
 from feeds.market import MarketData, Side, parse_fixed
-from feeds.stream import FeedStream
+from feeds.streams.feed_stream import FeedStream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tradingsite.health import HealthBoard
