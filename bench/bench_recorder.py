@@ -62,7 +62,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     from feeds.streams.venue_limiter import PublishedLimits, VenueRateLimiter
     from feeds.recording.recorder import TickRecorder
     from feeds.recording.tick_selectors import instrument_keys
-    from feeds.recording.tick_writer import pipelined_writer_for_database
+    from feeds.recording.database_writer import pipelined_writer_for_database
     from feeds.venues import get_venue
     from feeds.venues.base import FeedSpec, InstrumentSpec
     from tradingsite.health import HealthBoard

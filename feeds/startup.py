@@ -26,7 +26,7 @@ from feeds.recording.recorder import TickRecorder
 from feeds.streams.feed_stream import FeedStream
 from feeds.streams.stream_settings import feed_stream_settings
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import pipelined_writer_for_database
+from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
 from feeds.venues.base import ExchangeVenue, FeedSpec

@@ -29,7 +29,7 @@ from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteSkipped
 
 log = logging.getLogger(__name__)
 
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class WriterProcessError(RuntimeError):

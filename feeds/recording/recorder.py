@@ -23,7 +23,8 @@ from feeds.market import FeedData, MarketData, Side
 from feeds.metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
 from feeds.recording.tick_refusals import Refusal
 from feeds.recording.instrument_key import InstrumentKey
-from feeds.recording.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
+from feeds.recording.tick_rows import CheckpointRow, TickRow
+from feeds.recording.tick_writer import PipelinedWriter, RunSync, TickWriter, as_pipelined, run_in_db_thread
 from tradingsite.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,8 @@ transaction, so a crash never leaves a checkpoint ahead of the ticks it stands f
 Rows the database refuses are set aside with a reason and the rest of the batch is
 written (feeds.recording.tick_refusals); the writer returns the refusals.
 The recorder drives a PipelinedWriter: on PostgreSQL a writer process
-(feeds.recording.copy_process), else a synchronous writer run in the database thread.
+(feeds.recording.copy_process), else a synchronous writer run in the database thread;
+feeds.recording.database_writer picks one for the default database.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import logging
 from typing import Awaitable, Callable, Protocol, Sequence
 
 import psycopg
-from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
@@ -34,7 +34,7 @@ TICK_COLUMNS = (
 )
 # price and volume are numeric(38,0) (tradingsite.fixed_point_field); binary COPY needs
 # each column's own type, and psycopg writes a Python int as binary numeric.
-_COPY_TYPES = ["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"]
+COPY_TYPES = ["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"]
 
 
 class TickWriter(Protocol):
@@ -172,7 +172,7 @@ class PostgresCopyWriter:
 
             def copy_rows(chunk: Sequence[TickRow]) -> None:
                 with raw.copy(self._statement) as copy:
-                    copy.set_types(_COPY_TYPES)
+                    copy.set_types(COPY_TYPES)
                     for row in chunk:
                         copy.write_row(row)
 
@@ -202,26 +202,6 @@ class BulkInsertWriter:
                 rows, checkpoints, write_rows=insert_rows, write_checkpoints=_upsert_checkpoints,
                 savepoint=transaction.atomic, row_errors=ROW_ERRORS, on_checkpoint_refused=_checkpoint_refused,
             )
-
-
-def writer_for_database() -> TickWriter:
-    """Return the fastest in-process writer the default database supports."""
-    if connection.vendor == "postgresql":
-        return PostgresCopyWriter()
-    return BulkInsertWriter()
-
-
-def pipelined_writer_for_database() -> PipelinedWriter:
-    """Return the recorder's writer: COPY in a writer process on PostgreSQL (unless
-    RECORDER_WRITER_PROCESS is off), else the in-process writer, one batch at a time."""
-    if connection.vendor == "postgresql" and settings.RECORDER_WRITER_PROCESS:
-        from feeds.recording.copy_process import CopyProcessWriter
-
-        return CopyProcessWriter(
-            conninfo=postgres_conninfo(), copy_sql=copy_statement(), types=_COPY_TYPES,
-            upsert_sql=checkpoint_upsert_statement(),
-        )
-    return InOrderWriter(writer_for_database())
 
 
 def as_pipelined(writer: TickWriter | PipelinedWriter, run_sync: RunSync = run_in_db_thread) -> PipelinedWriter:

@@ -13,6 +13,7 @@ from typing import Callable
 
 from feeds.distribution.fanout import FeedFanout
 from feeds.market import FeedData, MarketData, MarketEvent
+from feeds.recording.tick_history import arecorded_ticks
 from feeds.metrics import FRAMES_MALFORMED, TICKS_RECEIVED
 from feeds.venues.base import FeedSpec, ParseError, Venue
 from tradingsite.health import HealthBoard, Status
@@ -39,7 +40,7 @@ class FeedStream:
         """Stream until cancelled."""
         self._health.set(self.component, Status.DEGRADED, "connecting")
         ticks = TICKS_RECEIVED.labels(self.venue.name, self.feed.name)
-        async for frames in self.venue.open(self.feed).batches():
+        async for frames in self.venue.open(self.feed, recorded_ticks=arecorded_ticks).batches():
             events = self.parse_batch(frames)
             if events:
                 ticks.inc(len(events))

@@ -14,7 +14,7 @@ owns, so `parse` stays pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Collection, Mapping, Protocol, Sequence, Union
+from typing import AsyncIterator, Awaitable, Callable, Collection, Mapping, Protocol, Sequence, Union
 
 from feeds.market import MarketData, MarketEvent
 
@@ -45,6 +45,12 @@ class FeedSpec:
     venue: str
     settings: Mapping[str, object]
     instruments: Sequence[InstrumentSpec] = field(default_factory=tuple)
+
+
+# How a venue that replays recordings reads them: (feed, symbol, start_ns, end_ns) ->
+# the recorded trades in order. Handed in by the stream runtime, so adapters never
+# import the database side.
+RecordedTicks = Callable[[str, str, int, int], Awaitable[list[MarketData]]]
 
 
 class FrameSource(Protocol):

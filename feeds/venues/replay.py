@@ -23,7 +23,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mappi
 from django.core.exceptions import ValidationError
 
 from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
-from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
+from feeds.venues.base import FeedSpec, ParseError, RecordedTicks, StatelessStream, StreamState
 from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol
 from feeds.venues.numbers import checked_ns, fixed, ms_to_ns
@@ -154,16 +154,16 @@ def _iso_to_ns(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
-def database_frames(feed: FeedSpec, settings: Mapping[str, object]) -> Callable[[], AsyncIterator[bytes]]:
+def database_frames(
+    feed: FeedSpec, settings: Mapping[str, object], recorded_ticks: RecordedTicks,
+) -> Callable[[], AsyncIterator[bytes]]:
     """Return a frame iterator over ticks recorded on `source_feed` for the feed's instruments."""
 
     async def frames() -> AsyncIterator[bytes]:
-        from feeds.recording.tick_history import arecorded_ticks
-
         start = _iso_to_ns(str(settings["start"])) if settings["start"] else 0
         end = _iso_to_ns(str(settings["end"])) if settings["end"] else 2**63 - 1
         per_instrument = [
-            await arecorded_ticks(str(settings["source_feed"]), spec.venue_symbol, start, end)
+            await recorded_ticks(str(settings["source_feed"]), spec.venue_symbol, start, end)
             for spec in feed.instruments
         ]
         for tick in merge_by_time(per_instrument):
@@ -209,15 +209,18 @@ class ReplayVenue:
             raise ValidationError({key: [message] for key, message in errors.items()})
         return cleaned
 
-    def open(self, feed: FeedSpec) -> ReplaySource:
+    def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> ReplaySource:
+        """Return the feed's frame source; a database replay reads through `recorded_ticks`."""
         settings = self.clean_settings(feed.settings)
         if settings["source"] == "csv":
             path = Path(str(settings["path"]))
 
             def frames() -> AsyncIterator[bytes]:
                 return csv_frames(path)
+        elif recorded_ticks is None:
+            raise LookupError(f"feed {feed.name}: a database replay needs the recorded-tick reader")
         else:
-            frames = database_frames(feed, settings)
+            frames = database_frames(feed, settings, recorded_ticks)
         speed, batch_size = settings["speed"], settings["batch_size"]
         assert isinstance(speed, (int, float)) and isinstance(batch_size, int)  # clean_settings checked both
         return ReplaySource(frames, speed=float(speed), batch_size=batch_size)

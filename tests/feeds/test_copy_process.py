@@ -10,7 +10,8 @@ from feeds.recording.copy_process import CopyProcessWriter, WriterProcessError
 from feeds.recording.copy_worker import APPLICATION_NAME
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import CheckpointRow, TickRow, WriteSkipped, pipelined_writer_for_database
+from feeds.recording.tick_writer import CheckpointRow, TickRow, WriteSkipped
+from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
 

@@ -17,7 +17,7 @@ from feeds.distribution.fanout import FeedFanout, drain
 from feeds.models import Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import writer_for_database
+from feeds.recording.database_writer import writer_for_database
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import Collector, expected_trades, start_streams, stop

@@ -15,7 +15,8 @@ from feeds.market import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS, FeedData, S
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter, pipelined_writer_for_database
+from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter
+from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tradingsite.fixed_point_field import FixedPointRangeError, max_abs_for
 from tradingsite.fixed_point_rescale import RescaleRefused

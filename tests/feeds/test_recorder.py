@@ -13,9 +13,8 @@ from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.instrument_key import InstrumentKey
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import (
-    BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, pipelined_writer_for_database, writer_for_database,
-)
+from feeds.recording.tick_writer import BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status

@@ -11,7 +11,8 @@ from feeds.market import FeedData, MarketData
 from feeds.models import KnownHole, StreamCheckpoint, Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import PipelinedWriter, TickWriter, pipelined_writer_for_database, writer_for_database
+from feeds.recording.tick_writer import PipelinedWriter, TickWriter
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status

@@ -23,7 +23,7 @@ from feeds.market import SCALE
 from feeds.models import Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import instrument_keys
-from feeds.recording.tick_writer import writer_for_database
+from feeds.recording.database_writer import writer_for_database
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.upstox import AUTHORIZE_PATH, UpstoxVenue
 from tests.feeds.factories import make_feed

@@ -101,6 +101,7 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
     from channels.db import database_sync_to_async
 
     from feeds.models import Feed, Instrument, Tick
+    from feeds.recording.tick_history import arecorded_ticks
 
     def record() -> None:
         feed = Feed.objects.create(name="binance-live", venue="binance-usdm", market_type="perpetual")
@@ -118,7 +119,7 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
         (InstrumentSpec("BTCUSDT", "0.1", "0.001"), InstrumentSpec("ETHUSDT", "0.01", "0.001")),
     )
     events = []
-    async for batch in replay.VENUE.open(feed).batches():
+    async for batch in replay.VENUE.open(feed, recorded_ticks=arecorded_ticks).batches():
         for frame in batch:
             events.extend(replay.parse(frame, 0))
     assert [(event.symbol, event.trade_id) for event in events] == [
