@@ -61,7 +61,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
     from feeds.streams.venue_limiter import PublishedLimits, VenueRateLimiter
     from feeds.recording.recorder import TickRecorder
-    from feeds.recording.tick_selectors import instrument_keys
+    from feeds.recording.tick_selectors import tick_addresses
     from feeds.recording.database_writer import pipelined_writer_for_database
     from feeds.venues import get_venue
     from feeds.venues.base import FeedSpec, InstrumentSpec
@@ -78,7 +78,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
             Subscription.objects.create(instrument=instrument)
 
     await database_sync_to_async(setup)()
-    keys = await database_sync_to_async(instrument_keys)(["bench"])
+    keys = await database_sync_to_async(tick_addresses)(["bench"])
     writer = await database_sync_to_async(pipelined_writer_for_database)()  # what runfeed records with
     recorder = TickRecorder(writer, keys, batch_size=BATCH, flush_interval_s=0.05, capacity=count + BATCH)
     fanout = FeedFanout()

@@ -62,7 +62,7 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
     from feeds.distribution.redispub.bridge import MarketDataBridge
     from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
     from feeds.distribution.redispub.envelope import Source
-    from feeds.distribution.redispub.publish_gate import MetadataGate
+    from feeds.distribution.redispub.publish_gate import PublishGate
     from feeds.distribution.redispub.metadata_types import InstrumentMetadata
     from feeds.distribution.redispub.publisher import RedisPublisher
     from tradingsite.health import HealthBoard
@@ -72,7 +72,7 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
         instruments={symbol: InstrumentEntry(symbol, symbol, frozenset({"trades"})) for symbol in SYMBOLS},
     )
     catalog = Catalog(prefix, {"bench": feed}, CadencePolicy(3.0, {"trades": 5.0}))
-    gate = MetadataGate()
+    gate = PublishGate()
     gate.admit("bench", [InstrumentMetadata(s, s, "0.01", "0.001", "1", Source.REST) for s in SYMBOLS])
     bridge = MarketDataBridge(catalog, gate, RedisPublisher(redis, instance_id="bench"), HealthBoard())
     now = time.time_ns()

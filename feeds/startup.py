@@ -25,7 +25,7 @@ from feeds.streams.venue_limiter import RateLimiterRegistry
 from feeds.recording.recorder import TickRecorder
 from feeds.streams.feed_stream import FeedStream
 from feeds.streams.stream_settings import feed_stream_settings
-from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
@@ -73,7 +73,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
         if not settings.RECORDER_ENABLED:
             return
         names = [spec.name for spec in ctx.resources["feed_specs"]]
-        keys = await database_sync_to_async(instrument_keys)(names)
+        keys = await database_sync_to_async(tick_addresses)(names)
         writer = await database_sync_to_async(pipelined_writer_for_database)()
         recorder = TickRecorder(
             writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,

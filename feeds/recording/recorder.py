@@ -22,7 +22,7 @@ from typing import Awaitable, Callable, Mapping, Sequence
 from feeds.market import FeedData, MarketData, Side
 from feeds.metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
 from feeds.recording.tick_refusals import Refusal
-from feeds.recording.instrument_key import InstrumentKey
+from feeds.recording.tick_address import TickAddress
 from feeds.recording.tick_rows import CheckpointRow, TickRow
 from feeds.recording.tick_writer import PipelinedWriter, RunSync, TickWriter, as_pipelined, run_in_db_thread
 from tradingsite.health import HealthBoard, Status
@@ -79,7 +79,7 @@ class TickRecorder:
     def __init__(
         self,
         writer: TickWriter | PipelinedWriter,
-        instruments: Mapping[tuple[str, str], InstrumentKey],
+        instruments: Mapping[tuple[str, str], TickAddress],
         *,
         batch_size: int = 5000,
         flush_interval_s: float = 0.5,

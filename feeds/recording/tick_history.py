@@ -11,18 +11,12 @@ This is synchronous ORM code; from a coroutine call `arecorded_ticks` (or wrap i
 """
 from __future__ import annotations
 
-from typing import Protocol
-
 from channels.db import database_sync_to_async
 
 from feeds.market import MarketData, Side
 from feeds.recording.tick_selectors import find_instrument, iter_tick_values, ticks_in_order
 
 _SIDES = {"buy": Side.BUY, "sell": Side.SELL}
-
-
-class HistoricalTickProvider(Protocol):
-    def __call__(self, feed: str, symbol: str, start_ns: int, end_ns: int) -> list[MarketData]: ...
 
 
 def recorded_ticks(feed: str, symbol: str, start_ns: int, end_ns: int) -> list[MarketData]:

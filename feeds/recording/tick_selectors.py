@@ -7,19 +7,19 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
 
 from feeds.models import Instrument, Tick
-from feeds.recording.instrument_key import InstrumentKey
+from feeds.recording.tick_address import TickAddress
 
 
 class InstrumentNotFound(LookupError):
     """No instrument (or more than one) answers to a symbol."""
 
 
-def instrument_keys(feed_names: list[str]) -> dict[tuple[str, str], InstrumentKey]:
+def tick_addresses(feed_names: list[str]) -> dict[tuple[str, str], TickAddress]:
     """Map (feed, venue symbol) to where its ticks are written, for the given feeds."""
     rows = Instrument.objects.filter(feed__name__in=feed_names).values_list(
         "feed__name", "venue_symbol", "pk", "feed_id"
     )
-    return {(feed, venue_symbol): InstrumentKey(pk, feed_id) for feed, venue_symbol, pk, feed_id in rows}
+    return {(feed, venue_symbol): TickAddress(pk, feed_id) for feed, venue_symbol, pk, feed_id in rows}
 
 
 def find_instrument(symbol: str, feed: str | None = None) -> Instrument:

@@ -14,7 +14,7 @@ from django.db.models import Sum
 from feeds.market import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS, FeedData, Side, parse_fixed
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.recorder import TickRecorder
-from feeds.recording.tick_selectors import instrument_keys
+from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter
 from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
@@ -76,7 +76,7 @@ def test_postgresql_stores_sums_and_filters_values_beyond_int64_exactly() -> Non
 
 def _record(writer_factory: Callable[[], Any], events: tuple[Any, ...]) -> list[tuple[int, int]]:
     make_feed("f", ("BTCUSDT",))
-    keys = instrument_keys(["f"])
+    keys = tick_addresses(["f"])
 
     async def go() -> None:
         recorder = TickRecorder(writer_factory(), keys, batch_size=2)

@@ -19,7 +19,7 @@ from feeds.market import FeedData
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
-from feeds.distribution.redispub.publish_gate import MetadataGate
+from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from tradingsite.health import HealthBoard, Status
 
@@ -36,7 +36,7 @@ class WebsocketArrivals(Protocol):
 
 class MarketDataBridge:
     def __init__(
-        self, catalog: Catalog, gate: MetadataGate, publisher: RedisPublisher, health: HealthBoard, *,
+        self, catalog: Catalog, gate: PublishGate, publisher: RedisPublisher, health: HealthBoard, *,
         arrivals: WebsocketArrivals | None = None, warn_interval_s: float = 10.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -24,7 +24,7 @@ from feeds.distribution.redispub.bridge import MarketDataBridge
 from feeds.distribution.redispub.catalog import Catalog, FeedEntry, InstrumentEntry
 from feeds.distribution.redispub.envelope import Envelope, Source
 from feeds.distribution.redispub.fallback import FallbackController
-from feeds.distribution.redispub.publish_gate import MetadataGate
+from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.keys import HEALTH_CHANNEL, RATELIMIT_SUBJECT, VENUE_SCOPE, venue_key
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from tradingsite.health import HealthBoard, Status, worst
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 class Heartbeat:
     def __init__(
-        self, catalog: Catalog, gate: MetadataGate, publisher: RedisPublisher, board: HealthBoard, *,
+        self, catalog: Catalog, gate: PublishGate, publisher: RedisPublisher, board: HealthBoard, *,
         bridge: MarketDataBridge, fallback: FallbackController | None, interval_s: float,
         sleep: Callable[[float], Any] = asyncio.sleep, clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:

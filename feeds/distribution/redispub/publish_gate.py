@@ -11,7 +11,7 @@ from typing import Iterable
 from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 
 
-class MetadataGate:
+class PublishGate:
     """Instruments whose metadata has landed, per feed; one writer (the metadata loader)."""
 
     def __init__(self) -> None:

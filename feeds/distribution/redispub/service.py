@@ -21,7 +21,7 @@ from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.bridge import HEALTH_COMPONENT, MarketDataBridge
 from feeds.distribution.redispub.catalog import Catalog, FeedEntry
 from feeds.distribution.redispub.fallback import FallbackController, enable_expiry_notifications
-from feeds.distribution.redispub.publish_gate import MetadataGate
+from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.heartbeat import Heartbeat
 from feeds.distribution.redispub.metadata import FETCH_FAILURES, fetch_feed_metadata, instrument_metadata_apply, metadata_drafts
 from feeds.distribution.redispub.publisher import RedisPublisher
@@ -54,7 +54,7 @@ class MarketDataService:
         self.options = options
         self._sleep = sleep
         self._clock_ns = clock_ns
-        self.gate = MetadataGate()
+        self.gate = PublishGate()
         self.publisher = RedisPublisher(redis, instance_id=instance_id, clock_ns=clock_ns)
         self.fallback = FallbackController(
             catalog, self.publisher, min_poll_s=options.min_poll_s, sweep_s=options.sweep_s,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class InstrumentKey:
+class TickAddress:
     """Where ticks of one (feed, venue symbol) go."""
 
     instrument_id: int
