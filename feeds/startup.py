@@ -19,11 +19,11 @@ from feeds import selectors
 from feeds.streams.checkpoint import load_checkpoints, record_known_hole
 from feeds.distribution.fanout import FeedFanout, drain
 from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
+from feeds.streams.local_streams import build_local_stream
 from feeds.distribution.metadata_gate import InstrumentMetadataGate
 from feeds.distribution.price_publisher import PricePublisher
 from feeds.streams.venue_limiter import RateLimiterRegistry
 from feeds.recording.recorder import TickRecorder
-from feeds.streams.feed_stream import FeedStream
 from feeds.streams.stream_settings import feed_stream_settings
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.database_writer import pipelined_writer_for_database
@@ -110,7 +110,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             venue = get_venue(spec.venue)
             if not is_exchange_venue(venue):
                 # Simulated and replay feeds: the site's own rows are their metadata.
-                stream = FeedStream(spec, venue, fanout, ctx.health)
+                stream = build_local_stream(spec, venue, publish=fanout.publish, health=ctx.health)  # type: ignore[arg-type]
                 ctx.spawn(f"feed:{spec.name}", stream.run())
                 continue
             streaming: set[str] = set()

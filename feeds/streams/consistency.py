@@ -150,3 +150,13 @@ class TradeStreamConsistencyController:
         state = self._store._get_or_create(trade.symbol)
         if state.last_trade is None:
             state._accept(trade, _order_key(trade.trade_id))
+
+
+class UncheckedTrades(TradeStreamConsistencyController):
+    """Accepts every trade as it comes: for local sources, which have no reconnect that
+    could repeat a trade, and whose recordings are replayed exactly as recorded."""
+
+    __slots__ = ()
+
+    def accept(self, trade: MarketData) -> MarketData | None:
+        return trade

@@ -49,13 +49,14 @@ def build_trade_stream_runtime(
     retention_ms: int | None = None,
     dedup_window: int = DEFAULT_DEDUP_WINDOW,
     recovered_sink: RecoveredSink | None = None,
+    consistency: type[TradeStreamConsistencyController] = TradeStreamConsistencyController,
     clock: Callable[[], float] = time.monotonic,
     sleep: Sleep = asyncio.sleep,
 ) -> TradeStreamRuntimeComposition:
     """Return a new graph; nothing in it runs until its owner starts it."""
     state_store = TradeStreamStateStore(dedup_window=dedup_window)
-    consistency = TradeStreamConsistencyController(state_store)
-    recovery_controller = TradeRecoveryController(recovery_source, consistency, sink=recovered_sink)
+    consistency_controller = consistency(state_store)
+    recovery_controller = TradeRecoveryController(recovery_source, consistency_controller, sink=recovered_sink)
     window_planner = TradeRecoveryWindowPlanner(max_window_ms)
     recovery_coordinator = RuntimeRecoveryCoordinator(
         state_store, window_planner, recovery_controller, retention_ms=retention_ms
@@ -66,7 +67,7 @@ def build_trade_stream_runtime(
     scheduler = RuntimeScheduler(heartbeat, supervisor, scheduler_interval_s, sleep=sleep)
     return TradeStreamRuntimeComposition(
         state_store=state_store,
-        consistency=consistency,
+        consistency=consistency_controller,
         recovery_controller=recovery_controller,
         window_planner=window_planner,
         recovery_coordinator=recovery_coordinator,

@@ -66,9 +66,14 @@ class StreamPolicy:
     recovery_attempts: int = 5
 
 
+class SourceEnded(ConnectionError):
+    """A finite frame source (a replayed recording) delivered its last frame: the stream ends."""
+
+
 class _Outcome(Enum):
     LOST = "lost"
     MAX_AGE = "max_age"
+    ENDED = "ended"
 
 
 @dataclass
@@ -151,7 +156,7 @@ class SupervisedStream:
                 self._last_ts[symbol] = trade.ts_event
 
     async def run(self) -> None:
-        """Stream until cancelled; never returns on its own."""
+        """Stream until cancelled, or until a finite frame source has delivered its last frame."""
         self._report(Status.DEGRADED, "connecting")
         try:
             await self._establish()
@@ -167,6 +172,8 @@ class SupervisedStream:
                 self._report_streaming()
                 connection = self._session.current
                 outcome = await self._pump(connection)
+                if outcome is _Outcome.ENDED:
+                    return
                 if outcome is _Outcome.MAX_AGE:
                     await self._handover(connection)
                 else:
@@ -344,6 +351,8 @@ class SupervisedStream:
                     on_frame(await connection.recv())
         except ConnectionClosed:
             return _Outcome.LOST
+        except SourceEnded:
+            return _Outcome.ENDED
         except TimeoutError:
             return _Outcome.MAX_AGE if self._session.current is connection else _Outcome.LOST
 

@@ -1,8 +1,8 @@
 """The one interface every venue adapter implements.
 
-An adapter declares its venue (settings it accepts, channels it serves), opens a frame
-source for a set of symbols, and parses frames with a pure function: no I/O, no state,
-so a recorded frame always yields the same events.
+An adapter declares its venue (settings it accepts, channels it serves) and parses
+frames with a pure function: no I/O, no state, so a recorded frame always yields the
+same events. A local venue (simulated, replay) also opens a frame source for a feed.
 
 Exchange venues also describe how to reach them (`ExchangeVenue`): the websocket
 endpoints and subscribe messages for a set of symbols, the keep-alive rules, and REST
@@ -67,16 +67,20 @@ class Venue(Protocol):
         """Return validated settings with defaults filled in; raise ValidationError per key."""
         ...
 
-    def open(self, feed: FeedSpec) -> FrameSource:
-        """Return a frame source for `feed`; nothing connects until it is iterated."""
-        ...
-
     def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
         """Return the events in `frame`; raise ParseError for a malformed frame."""
         ...
 
     def new_stream_state(self) -> StreamState:
         """Return fresh per-stream state; one per stream (and per replayed recording)."""
+        ...
+
+
+class LocalVenue(Venue, Protocol):
+    """A venue whose frames come from this process (a simulation, a recording), not a socket."""
+
+    def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> FrameSource:
+        """Return a frame source for `feed`; nothing is read until it is iterated."""
         ...
 
 
@@ -223,32 +227,11 @@ class TradeHistoryVenue(ExchangeVenue, Protocol):
         ...
 
 
-# The websocket transport belongs to the stream runtime, which registers its factory
-# here; exchange venues' `open()` goes through it, so the adapters never import the
-# runtime and the dependency points one way.
-TransportFactory = Callable[[ExchangeVenue, FeedSpec], FrameSource]
-_transport_factory: list[TransportFactory] = []
-
-
-def register_websocket_transport(factory: TransportFactory) -> None:
-    """Make `factory` the transport that exchange venues' `open()` returns (last one wins)."""
-    _transport_factory[:] = [factory]
-
-
-def open_exchange_stream(venue: ExchangeVenue, feed: FeedSpec) -> FrameSource:
-    """Return the registered transport's frame source for an exchange venue's feed."""
-    if not _transport_factory:
-        raise LookupError(
-            f"feed {feed.name}: no websocket transport registered for exchange venue {venue.name}"
-        )
-    return _transport_factory[0](venue, feed)
-
-
 class ExchangeVenueCommon:
     """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`.
 
-    Settings take the common URL overrides, the frame source is the registered websocket
-    transport, and frames stand alone unless the venue overrides `new_stream_state`.
+    Settings take the common URL overrides, and frames stand alone unless the venue
+    overrides `new_stream_state`.
     """
 
     name: str
@@ -258,9 +241,6 @@ class ExchangeVenueCommon:
         from feeds.venues.exchange_settings import clean_exchange_settings
 
         return clean_exchange_settings(self.name, settings, self.settings_defaults)
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)  # type: ignore[arg-type]
 
     def new_stream_state(self) -> StreamState:
         return StatelessStream()

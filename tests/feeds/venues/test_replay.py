@@ -7,8 +7,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from feeds.distribution.fanout import FeedFanout
-from feeds.market import MarketData, Side, parse_fixed
-from feeds.streams.feed_stream import FeedStream
+from feeds.market import FeedData, MarketData, Side, parse_fixed
+from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tradingsite.health import HealthBoard
@@ -77,7 +77,7 @@ async def test_a_csv_recording_streams_through_the_feed_path(tmp_path: Path) -> 
     feed = FeedSpec("replayed", "replay", {"path": str(path), "batch_size": 7}, (InstrumentSpec("BTC-USDT", "0.5", "0.001"),))
     fanout = FeedFanout()
     queue = fanout.subscribe("test")
-    await FeedStream(feed, replay.VENUE, fanout, HealthBoard(), clock_ns=lambda: 5).run()
+    await build_local_stream(feed, replay.VENUE, publish=fanout.publish, health=HealthBoard(), clock_ns=lambda: 5).run()
     events = []
     while not queue.empty():
         events.extend(queue.get_nowait().events)
@@ -101,7 +101,6 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
     from channels.db import database_sync_to_async
 
     from feeds.models import Feed, Instrument, Tick
-    from feeds.recording.tick_history import arecorded_ticks
 
     def record() -> None:
         feed = Feed.objects.create(name="binance-live", venue="binance-usdm", market_type="perpetual")
@@ -118,10 +117,9 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
         "replayed", "replay", replay.VENUE.clean_settings({"source": "database", "source_feed": "binance-live"}),
         (InstrumentSpec("BTCUSDT", "0.1", "0.001"), InstrumentSpec("ETHUSDT", "0.01", "0.001")),
     )
-    events = []
-    async for batch in replay.VENUE.open(feed, recorded_ticks=arecorded_ticks).batches():
-        for frame in batch:
-            events.extend(replay.parse(frame, 0))
+    delivered: list[FeedData] = []
+    await build_local_stream(feed, replay.VENUE, publish=delivered.append, health=HealthBoard()).run()
+    events = [event for batch in delivered for event in batch.events]
     assert [(event.symbol, event.trade_id) for event in events] == [
         ("BTCUSDT", "0"), ("ETHUSDT", "1"), ("BTCUSDT", "2"), ("ETHUSDT", "3"),
     ]
