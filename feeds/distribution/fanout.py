@@ -5,32 +5,29 @@ capacity the batch is shed for that consumer only, counted (feed_consumer_overfl
 and warned about (at most once per interval per consumer). A consumer for which a gap
 changes what it decides (the processor: a strategy folding a gapped stream trades on
 a market it did not see) subscribes with `on_overflow`, which receives every batch it
-sheds, so it can degrade what the gap affects instead of going on unaware.
+sheds, so it can degrade what the gap affects instead of going on unaware. The queues
+and the shedding are the shared hub's (feeds.distribution.hub, policy `Shed`).
 """
 from __future__ import annotations
 
 import asyncio
-import logging
-import time
 from typing import Awaitable, Callable
 
+from feeds.distribution.hub import Hub, Shed
 from feeds.market import FeedData
 from feeds.metrics import CONSUMER_OVERFLOW, CONSUMER_QUEUE_DEPTH
-
-log = logging.getLogger(__name__)
 
 Consumer = Callable[[FeedData], Awaitable[None]]
 OverflowHandler = Callable[[FeedData], None]
 DEFAULT_CAPACITY = 1024
 
 
-class FeedFanout:
+class FeedFanout(Hub[FeedData]):
     def __init__(self, *, warn_interval_s: float = 10.0) -> None:
-        self._queues: dict[str, asyncio.Queue[FeedData]] = {}
-        self._on_overflow: dict[str, OverflowHandler] = {}
-        self.overflows: dict[str, int] = {}
-        self._last_warned: dict[str, float] = {}
-        self._warn_interval_s = warn_interval_s
+        super().__init__(
+            name="fanout", subscriber="consumer", unit="batches", shed_counter=CONSUMER_OVERFLOW,
+            warn_interval_s=warn_interval_s,
+        )
 
     def subscribe(
         self, name: str, capacity: int = DEFAULT_CAPACITY, *, on_overflow: OverflowHandler | None = None,
@@ -40,36 +37,10 @@ class FeedFanout:
         `on_overflow(batch)` is called (on the publisher's side, without awaiting) with
         each batch the full queue sheds.
         """
-        if name in self._queues:
-            raise ValueError(f"consumer {name!r} is already subscribed")
-        queue: asyncio.Queue[FeedData] = asyncio.Queue(capacity)
-        self._queues[name] = queue
-        self.overflows[name] = 0
-        if on_overflow is not None:
-            self._on_overflow[name] = on_overflow
-        return queue
+        return self.add(name, Shed(capacity, on_overflow))
 
     def unsubscribe(self, name: str) -> None:
-        self._queues.pop(name, None)
-        self._on_overflow.pop(name, None)
-
-    def publish(self, batch: FeedData) -> None:
-        for name, queue in self._queues.items():
-            try:
-                queue.put_nowait(batch)
-            except asyncio.QueueFull:
-                self._overflow(name)
-                handler = self._on_overflow.get(name)
-                if handler is not None:
-                    handler(batch)
-
-    def _overflow(self, name: str) -> None:
-        self.overflows[name] += 1
-        CONSUMER_OVERFLOW.labels(name).inc()
-        now = time.monotonic()
-        if now - self._last_warned.get(name, -self._warn_interval_s) >= self._warn_interval_s:
-            self._last_warned[name] = now
-            log.warning("fanout: consumer %s is full, %d batches shed so far", name, self.overflows[name])
+        self.remove(name)
 
 
 async def drain(name: str, queue: asyncio.Queue[FeedData], consume: Consumer) -> None:
