@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from feeds.market import FeedData
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from processor.kinds import KINDS, clean_params
-from processor.tick_files import TickFileError, read_tick_csv
+from feeds.venues.tick_csv import TickFileError, read_tick_csv
 
 _RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
 

@@ -44,7 +44,7 @@ async def collect(source: replay.ReplaySource) -> list[list[bytes]]:
 
 def test_a_tick_round_trips_through_its_frame() -> None:
     tick = MarketData("BTC-USDT", parse_fixed("96712.4"), parse_fixed("0.004"), 1732924800348123456, 0, "77", Side.SELL)
-    assert replay.parse(replay.frame_from_tick(tick), 0) == [tick]
+    assert replay.VENUE.parse(replay.frame_from_tick(tick), 0) == [tick]
 
 
 async def test_recorded_speed_sleeps_the_exchange_time_gaps() -> None:
