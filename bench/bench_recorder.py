@@ -59,7 +59,8 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     from feeds.distribution.fanout import FeedFanout, drain
     from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
     from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
-    from feeds.streams.venue_limiter import PublishedLimits, VenueRateLimiter
+    from feeds.streams.venue_limiter import VenueRateLimiter
+    from feeds.venues.base import PublishedLimits
     from feeds.recording.recorder import TickRecorder
     from feeds.recording.tick_selectors import tick_addresses
     from feeds.recording.database_writer import pipelined_writer_for_database

@@ -9,37 +9,16 @@ per event loop (aiolimiter binds to its loop).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from typing import Mapping
 
 from aiolimiter import AsyncLimiter
+
+from feeds.venues import VENUES
+from feeds.venues.base import DEFAULT_LIMITS, PublishedLimits
 
 
 class RateLimitDenied(RuntimeError):
     """No token within the wait budget; the call was not made."""
-
-
-@dataclass(frozen=True)
-class PublishedLimits:
-    """A venue's limits as it publishes them (per IP unless said otherwise)."""
-
-    rest_weight: float  # request weight per rest_period_s
-    rest_period_s: float
-    trades_request_weight: float  # weight of one historical-trades page
-    dials: float  # websocket connection attempts per dial_period_s
-    dial_period_s: float
-    messages_per_s: float | None  # client messages per second, per connection
-
-
-# Sources: /work/shared/VENUES.md. Binance USD-M: REQUEST_WEIGHT 2400/min, aggTrades
-# weight 20, 10 incoming messages/s per connection; its dial limit is not published for
-# futures, so the spot figure (300 connections / 5 min) stands in. bitFlyer: 500
-# requests / 5 min per IP; dials unpublished ("rapid connect/disconnect loops" get
-# restricted), so a cautious 60 / 5 min.
-PUBLISHED_LIMITS: dict[str, PublishedLimits] = {
-    "binance-usdm": PublishedLimits(2400, 60, 20, 300, 300, 10),
-    "bitflyer": PublishedLimits(500, 300, 1, 60, 300, None),
-}
-DEFAULT_LIMITS = PublishedLimits(600, 60, 1, 60, 300, 5)
 
 
 class VenueRateLimiter:
@@ -88,16 +67,23 @@ class RateLimiterRegistry:
     """One VenueRateLimiter per venue, shared by every stream of the venue in this process."""
 
     def __init__(self, *, fraction: float = 0.5, max_wait_s: float = 5.0,
-                 limits: dict[str, PublishedLimits] | None = None) -> None:
+                 limits: Mapping[str, PublishedLimits] | None = None) -> None:
         self._fraction = fraction
         self._max_wait_s = max_wait_s
-        self._limits = dict(PUBLISHED_LIMITS if limits is None else limits)
+        # Each venue declares its own limits (Venue.limits); `limits` replaces them all.
+        self._limits = None if limits is None else dict(limits)
         self._limiters: dict[str, VenueRateLimiter] = {}
 
     def for_venue(self, venue: str) -> VenueRateLimiter:
         limiter = self._limiters.get(venue)
         if limiter is None:
             limiter = self._limiters[venue] = VenueRateLimiter(
-                self._limits.get(venue, DEFAULT_LIMITS), fraction=self._fraction, max_wait_s=self._max_wait_s
+                self._limits_of(venue), fraction=self._fraction, max_wait_s=self._max_wait_s
             )
         return limiter
+
+    def _limits_of(self, venue: str) -> PublishedLimits:
+        if self._limits is not None:
+            return self._limits.get(venue, DEFAULT_LIMITS)
+        adapter = VENUES.get(venue)
+        return adapter.limits if adapter is not None else DEFAULT_LIMITS

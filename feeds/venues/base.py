@@ -59,9 +59,33 @@ class FrameSource(Protocol):
     def batches(self) -> AsyncIterator[list[bytes]]: ...
 
 
+@dataclass(frozen=True)
+class PublishedLimits:
+    """A venue's limits as it publishes them (per IP unless said otherwise).
+
+    The stream runtime's token buckets take a fraction of each (feeds.streams.venue_limiter).
+    """
+
+    rest_weight: float  # request weight per rest_period_s
+    rest_period_s: float
+    trades_request_weight: float  # weight of one historical-trades page
+    dials: float  # websocket connection attempts per dial_period_s
+    dial_period_s: float
+    messages_per_s: float | None  # client messages per second, per connection
+
+
+# For a venue that publishes no limits (or has no socket): cautious figures.
+DEFAULT_LIMITS = PublishedLimits(600, 60, 1, 60, 300, 5)
+
+
 class Venue(Protocol):
+    """What every venue declares; a venue module exports one as VENUE (see feeds.venues)."""
+
     name: str
     channels: frozenset[str]
+    limits: PublishedLimits
+    # What the venue trades when the operator does not say (a feeds.models.MarketType value).
+    default_market_type: str
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         """Return validated settings with defaults filled in; raise ValidationError per key."""
@@ -228,7 +252,8 @@ class TradeHistoryVenue(ExchangeVenue, Protocol):
 
 
 class ExchangeVenueCommon:
-    """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`.
+    """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`
+    (and `limits` and `default_market_type` when the defaults do not fit).
 
     Settings take the common URL overrides, and frames stand alone unless the venue
     overrides `new_stream_state`.
@@ -236,6 +261,8 @@ class ExchangeVenueCommon:
 
     name: str
     settings_defaults: Mapping[str, object]
+    limits: PublishedLimits = DEFAULT_LIMITS
+    default_market_type: str = "spot"
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         from feeds.venues.exchange_settings import clean_exchange_settings

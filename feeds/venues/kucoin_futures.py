@@ -319,6 +319,7 @@ def _exact_text(value: Decimal) -> str:
 
 class KucoinFuturesVenue(ExchangeVenueCommon):
     name = NAME
+    default_market_type = "perpetual"
     settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE

@@ -24,7 +24,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mappi
 from django.core.exceptions import ValidationError
 
 from feeds.market import MarketData
-from feeds.venues.base import FeedSpec, RecordedTicks, StatelessStream, StreamState
+from feeds.venues.base import DEFAULT_LIMITS, FeedSpec, RecordedTicks, StatelessStream, StreamState
 from feeds.venues.tick_csv import frame_from_tick, parse_tick_line, tick_file_frames
 
 NAME = "replay"
@@ -123,6 +123,8 @@ def database_frames(
 class ReplayVenue:
     name = NAME
     channels = CHANNELS
+    limits = DEFAULT_LIMITS  # nothing is dialled or fetched
+    default_market_type = "spot"
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         cleaned = {**DEFAULTS, **settings}

@@ -9,7 +9,8 @@ from typing import Callable, Sequence
 
 from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.market import FeedData, MarketData, parse_fixed
-from feeds.streams.venue_limiter import PublishedLimits, VenueRateLimiter
+from feeds.streams.venue_limiter import VenueRateLimiter
+from feeds.venues.base import PublishedLimits
 from feeds.streams.supervised_stream import StreamPolicy, SupervisedStream
 from feeds.streams.transport import TransportSettings
 from feeds.venues import get_venue

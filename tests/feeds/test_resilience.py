@@ -7,7 +7,8 @@ import pytest
 
 from feeds.streams.backoff import FullJitterBackoff
 from feeds.streams.breaker import BreakerState, CircuitBreaker
-from feeds.streams.venue_limiter import PublishedLimits, RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
+from feeds.streams.venue_limiter import RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
+from feeds.venues.base import PublishedLimits
 from tests.feeds.doubles import FakeClock
 from tradingsite.health import Status
 

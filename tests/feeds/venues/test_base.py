@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from feeds.venues import VENUES
-from feeds.venues.base import StatelessStream
+from feeds.venues.base import PublishedLimits, StatelessStream
 
 
 EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "upstox"]
@@ -32,3 +32,24 @@ def test_every_venue_names_its_channels_and_cleans_its_defaults(name: str) -> No
         assert venue.clean_settings({"path": "ticks.csv"})["path"] == "ticks.csv"
     else:
         assert isinstance(venue.clean_settings({}), dict)
+
+
+@pytest.mark.parametrize("name", sorted(VENUES))
+def test_every_venue_declares_its_limits_and_what_it_trades(name: str) -> None:
+    from feeds.models import MarketType
+    from feeds.streams.venue_limiter import RateLimiterRegistry
+
+    venue = VENUES[name]
+    assert isinstance(venue.limits, PublishedLimits)
+    assert venue.default_market_type in MarketType.values
+    # The runtime's buckets take the venue's own figures: no list of venues elsewhere.
+    assert RateLimiterRegistry().for_venue(name).limits is venue.limits
+
+
+def test_the_published_figures_stand_where_the_venue_publishes_them() -> None:
+    assert VENUES["binance-usdm"].limits.rest_weight == 2400 and VENUES["binance-usdm"].limits.messages_per_s == 10
+    assert VENUES["bitflyer"].limits.rest_weight == 500 and VENUES["bitflyer"].limits.messages_per_s is None
+    assert {name: venue.default_market_type for name, venue in VENUES.items()} == {
+        "binance-usdm": "perpetual", "bitflyer": "spot", "kucoin-futures": "perpetual", "replay": "spot",
+        "simulated": "simulated", "upstox": "spot",
+    }
