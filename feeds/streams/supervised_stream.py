@@ -1,4 +1,8 @@
-"""The lifecycle owner of one supervised trade stream (seed 001's production integration).
+"""The lifecycle owner of one supervised stream: the one stream class of every venue.
+
+An exchange's stream reads a websocket (streams/feed_streams builds it); a simulated or
+replayed feed's reads its local frame source the same way (streams/local_streams),
+with the local policy that source needs.
 
     connect + subscribe (backoff with full jitter, circuit breaker)
       -> recover the gap over REST (checkpoint -> now), delivered in order
