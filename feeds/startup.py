@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from feeds import selectors
-from feeds.streams.checkpoint import load_checkpoints, record_known_hole
+from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
 from feeds.distribution.fanout import FeedFanout, drain
 from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
 from feeds.streams.local_streams import build_local_stream

@@ -51,7 +51,7 @@ HoleSink = Callable[[str, str, int, int, str], Awaitable[object]]
 async def record_hole_in_database(feed: str, venue_symbol: str, start_ns: int, end_ns: int, reason: str) -> object:
     from channels.db import database_sync_to_async
 
-    from feeds.streams.checkpoint import record_known_hole
+    from feeds.recording.checkpoint_store import record_known_hole
 
     return await database_sync_to_async(record_known_hole)(feed, venue_symbol, start_ns, end_ns, reason)
 
