@@ -64,7 +64,7 @@ async def bench_socket(messages: int = 20_000) -> None:
     from django.contrib.auth.models import User
 
     import dashboard.selectors
-    from feeds.publisher import MARKET_GROUP
+    from feeds.distribution.price_publisher import MARKET_GROUP
     from tradingsite.consumers import DashboardConsumer
 
     settings.DASHBOARD_BROWSER_INTERVAL_S = 0.25

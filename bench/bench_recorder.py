@@ -56,13 +56,14 @@ def _serve_venue(count: int, port_queue: "multiprocessing.Queue[tuple[str, str]]
 async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float, list[tuple]]:  # type: ignore[type-arg]
     from channels.db import database_sync_to_async
 
-    from feeds.fanout import FeedFanout, drain
-    from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+    from feeds.distribution.fanout import FeedFanout, drain
+    from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
     from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
-    from feeds.ratelimit import PublishedLimits, VenueRateLimiter
-    from feeds.recorder import TickRecorder
-    from feeds.tick_selectors import instrument_keys
-    from feeds.tick_writer import pipelined_writer_for_database
+    from feeds.streams.venue_limiter import VenueRateLimiter
+    from feeds.venues.base import PublishedLimits
+    from feeds.recording.recorder import TickRecorder
+    from feeds.recording.tick_selectors import tick_addresses
+    from feeds.recording.database_writer import pipelined_writer_for_database
     from feeds.venues import get_venue
     from feeds.venues.base import FeedSpec, InstrumentSpec
     from tradingsite.health import HealthBoard
@@ -78,7 +79,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
             Subscription.objects.create(instrument=instrument)
 
     await database_sync_to_async(setup)()
-    keys = await database_sync_to_async(instrument_keys)(["bench"])
+    keys = await database_sync_to_async(tick_addresses)(["bench"])
     writer = await database_sync_to_async(pipelined_writer_for_database)()  # what runfeed records with
     recorder = TickRecorder(writer, keys, batch_size=BATCH, flush_interval_s=0.05, capacity=count + BATCH)
     fanout = FeedFanout()
@@ -142,11 +143,11 @@ def _with_venue(count: int, run):  # type: ignore[no-untyped-def]
 def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
     import psycopg
 
-    from feeds.tick_writer import postgres_conninfo
+    from feeds.recording.tick_writer import postgres_conninfo
 
     dsn = postgres_conninfo()
     # price and volume are numeric(38,0): binary COPY needs each column's own type.
-    # Spelled out rather than taken from feeds.tick_writer: the limit stays independent
+    # Spelled out rather than taken from feeds.recording.tick_writer: the limit stays independent
     # of the code it measures.
     statement = ('COPY feeds_tick (instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, '
                  'trade_id, side) FROM STDIN (FORMAT BINARY)')

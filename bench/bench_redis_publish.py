@@ -36,7 +36,7 @@ TTL_MS = 15_000
 
 
 async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # type: ignore[no-untyped-def]
-    from feeds.redispub.envelope import Envelope, encode
+    from feeds.distribution.redispub.envelope import Envelope, encode
 
     # A body of the same size as the publisher's, encoded once: the limit pays no envelope work.
     body = encode(Envelope(
@@ -59,12 +59,12 @@ async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # 
 
 async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float:  # type: ignore[no-untyped-def]
     from feeds.market import FeedData, MarketData, Side
-    from feeds.redispub.bridge import MarketDataBridge
-    from feeds.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
-    from feeds.redispub.envelope import Source
-    from feeds.redispub.gate import MetadataGate
-    from feeds.redispub.metadata_types import InstrumentMetadata
-    from feeds.redispub.publisher import RedisPublisher
+    from feeds.distribution.redispub.bridge import MarketDataBridge
+    from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
+    from feeds.distribution.redispub.envelope import Source
+    from feeds.distribution.redispub.publish_gate import PublishGate
+    from feeds.distribution.redispub.metadata_types import InstrumentMetadata
+    from feeds.distribution.redispub.publisher import RedisPublisher
     from tradingsite.health import HealthBoard
 
     feed = FeedEntry(
@@ -72,7 +72,7 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
         instruments={symbol: InstrumentEntry(symbol, symbol, frozenset({"trades"})) for symbol in SYMBOLS},
     )
     catalog = Catalog(prefix, {"bench": feed}, CadencePolicy(3.0, {"trades": 5.0}))
-    gate = MetadataGate()
+    gate = PublishGate()
     gate.admit("bench", [InstrumentMetadata(s, s, "0.01", "0.001", "1", Source.REST) for s in SYMBOLS])
     bridge = MarketDataBridge(catalog, gate, RedisPublisher(redis, instance_id="bench"), HealthBoard())
     now = time.time_ns()

@@ -1,4 +1,4 @@
-"""Startup task of the Redis market-data publisher (feeds.redispub), for build_runtime.
+"""Startup task of the Redis market-data publisher (feeds.distribution.redispub), for build_runtime.
 
 It subscribes to the feed fan-out in the SUBSCRIPTIONS phase, before any stream
 starts, so no batch is missed. Without REDIS_URL it does nothing but say so: the
@@ -20,13 +20,13 @@ from django.conf import settings
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from feeds.fanout import FeedFanout, drain
-from feeds.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
-from feeds.redispub.bridge import HEALTH_COMPONENT
-from feeds.redispub.cancel import reraise_if_cancelling
-from feeds.redispub.catalog import catalog_feeds
-from feeds.redispub.metadata import catalog_from_settings, metadata_drafts, metadata_ttl_ms, stored_metadata
-from feeds.redispub.service import MarketDataService, ServiceOptions
+from feeds.distribution.fanout import FeedFanout, drain
+from feeds.distribution.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
+from feeds.distribution.redispub.bridge import HEALTH_COMPONENT
+from feeds.distribution.redispub.cancel import reraise_if_cancelling
+from feeds.distribution.redispub.catalog import catalog_feeds
+from feeds.distribution.redispub.metadata import catalog_from_settings, metadata_drafts, metadata_ttl_ms, stored_metadata
+from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 

@@ -16,18 +16,18 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from feeds import selectors
-from feeds.checkpoint import load_checkpoints, record_known_hole
-from feeds.fanout import FeedFanout, drain
-from feeds.feed_streams import build_feed_streams, is_exchange_venue
-from feeds.metadata_gate import InstrumentMetadataGate
-from feeds.publisher import PricePublisher
-from feeds.ratelimit import RateLimiterRegistry
-from feeds.recorder import TickRecorder
-from feeds.stream import FeedStream
-from feeds.stream_settings import feed_stream_settings
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import pipelined_writer_for_database
-from feeds.redispub.metadata import venue_lists_metadata
+from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
+from feeds.distribution.fanout import FeedFanout, drain
+from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
+from feeds.streams.local_streams import build_local_stream
+from feeds.distribution.metadata_gate import InstrumentMetadataGate
+from feeds.distribution.price_publisher import PricePublisher
+from feeds.streams.venue_limiter import RateLimiterRegistry
+from feeds.recording.recorder import TickRecorder
+from feeds.streams.stream_settings import feed_stream_settings
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.database_writer import pipelined_writer_for_database
+from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
 from feeds.venues.base import ExchangeVenue, FeedSpec
 from tradingsite.health import Status
@@ -73,7 +73,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
         if not settings.RECORDER_ENABLED:
             return
         names = [spec.name for spec in ctx.resources["feed_specs"]]
-        keys = await database_sync_to_async(instrument_keys)(names)
+        keys = await database_sync_to_async(tick_addresses)(names)
         writer = await database_sync_to_async(pipelined_writer_for_database)()
         recorder = TickRecorder(
             writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
@@ -110,7 +110,7 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             venue = get_venue(spec.venue)
             if not is_exchange_venue(venue):
                 # Simulated and replay feeds: the site's own rows are their metadata.
-                stream = FeedStream(spec, venue, fanout, ctx.health)
+                stream = build_local_stream(spec, venue, publish=fanout.publish, health=ctx.health)  # type: ignore[arg-type]
                 ctx.spawn(f"feed:{spec.name}", stream.run())
                 continue
             streaming: set[str] = set()

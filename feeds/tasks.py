@@ -1,7 +1,7 @@
 """Periodic jobs of the feeds app (cadence in tradingsite.schedule)."""
 from __future__ import annotations
 
-from feeds.redispub import metadata
+from feeds.distribution.redispub import metadata
 from tradingsite.jobs import periodic_job
 
 

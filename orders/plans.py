@@ -51,9 +51,9 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
     settings_list = list(settings_rows)
     if not settings_list:
         return []
-    from feeds.metadata_gate import metadata_missing_reason
+    from feeds.distribution.metadata_gate import metadata_missing_reason
     from feeds.models import Instrument
-    from feeds.redispub.metadata import metadata_max_age_s, venue_lists_metadata
+    from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
 
     instrument = (
         Instrument.objects.filter(feed__name=signal.feed, venue_symbol=signal.symbol)

@@ -129,7 +129,7 @@ def orders_startup_tasks() -> list[StartupTask]:
         registry = ctx.resources[BROKERS_RESOURCE]
         fanout = ctx.resources.get("fanout")
         if fanout is not None:
-            from feeds.fanout import drain
+            from feeds.distribution.fanout import drain
 
             name = "paper-broker"
             ctx.spawn(name, drain(name, fanout.subscribe(name), ctx.resources["paper_matcher"].consume))

@@ -7,18 +7,17 @@ The orders app imports `Signal` and `SignalKind` from here and subscribes to a
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum, StrEnum
 from typing import Callable, Sequence
 
+from feeds.distribution.hub import FailFast, Hub
 from feeds.market import fixed_to_decimal
 from processor.metrics import SIGNAL_QUEUE_DEPTH
 from tradingsite.health import Status
 from tradingsite.runtime.core import FatalError
 
-log = logging.getLogger(__name__)
 
 # A subscriber this far behind shows DEGRADED; this far behind stops the process.
 SIGNAL_BACKLOG_DEGRADED = 1_000
@@ -79,26 +78,24 @@ class Signal:
         return self.kind in (SignalKind.ENTRY_LONG, SignalKind.ENTRY_SHORT)
 
 
-class SignalHub:
+class SignalHub(Hub[Signal]):
     """Fans live signals out to subscribers (the trade executor), never dropping one.
 
     A lost signal is a lost trade decision (a lost exit leaves a position open), so a
-    subscriber's queue is unbounded and `publish` never awaits and never refuses. A
-    subscriber that falls `degraded_depth` signals behind shows DEGRADED with its depth
-    (`watch`); one that falls `hard_limit` behind is not keeping up at all, and `watch`
-    raises FatalError with the reason: the process stops non-zero and restarts from the
-    ledger, instead of trading minutes late or growing without bound.
+    subscriber's queue is unbounded and `publish` never awaits and never refuses (the
+    shared hub's `FailFast` policy). A subscriber that falls `degraded_depth` signals
+    behind shows DEGRADED with its depth (`watch`); one that falls `hard_limit` behind
+    is not keeping up at all, and `watch` raises FatalError with the reason: the
+    process stops non-zero and restarts from the ledger, instead of trading minutes
+    late or growing without bound.
     """
 
     def __init__(
         self, *, degraded_depth: int = SIGNAL_BACKLOG_DEGRADED, hard_limit: int = SIGNAL_BACKLOG_LIMIT,
     ) -> None:
-        self._queues: dict[str, asyncio.Queue[Signal]] = {}
-        self._limits: dict[str, int] = {}
+        super().__init__(name="processor", subscriber="signal subscriber", unit="signals")
         self.degraded_depth = degraded_depth
         self.hard_limit = hard_limit
-        self.failure: str | None = None
-        self._failed = asyncio.Event()
 
     def subscribe(self, name: str, capacity: int | None = None) -> asyncio.Queue[Signal]:
         """Return a queue that receives every signal published from now on.
@@ -106,31 +103,13 @@ class SignalHub:
         `capacity` is how far this subscriber may fall behind before the process fails
         fast (default: the hub's hard limit); the queue itself never refuses a signal.
         """
-        if name in self._queues:
-            raise ValueError(f"signal subscriber {name!r} already exists")
-        queue: asyncio.Queue[Signal] = asyncio.Queue()  # unbounded: see the class docstring
-        self._queues[name] = queue
-        self._limits[name] = capacity if capacity is not None else self.hard_limit
-        return queue
+        return self.add(name, FailFast(capacity if capacity is not None else self.hard_limit))
 
     def unsubscribe(self, name: str) -> None:
-        self._queues.pop(name, None)
-        self._limits.pop(name, None)
+        self.remove(name)
 
-    def depths(self) -> dict[str, int]:
-        """Signals each subscriber has not taken yet."""
-        return {name: queue.qsize() for name, queue in self._queues.items()}
-
-    def publish(self, signals: Sequence[Signal]) -> None:
-        for name, queue in self._queues.items():
-            for signal in signals:
-                queue.put_nowait(signal)
-            depth = queue.qsize()
-            limit = self._limits[name]
-            if depth >= limit and self.failure is None:
-                self.failure = f"signal subscriber {name} is {depth} signals behind (limit {limit})"
-                log.error("processor: %s", self.failure)
-                self._failed.set()
+    def publish(self, signals: Sequence[Signal]) -> None:  # type: ignore[override]
+        self.publish_all(signals)
 
     def health(self) -> tuple[Status, str]:
         """BLOCKED past a hard limit, DEGRADED while a subscriber is far behind, else HEALTHY."""
@@ -140,7 +119,7 @@ class SignalHub:
         if not depths:
             return Status.HEALTHY, "no signal subscriber"
         text = ", ".join(
-            f"{name} {depth} queued (fails at {self._limits[name]})" for name, depth in sorted(depths.items())
+            f"{name} {depth} queued (fails at {self.limit(name)})" for name, depth in sorted(depths.items())
         )
         if any(depth >= self.degraded_depth for depth in depths.values()):
             return Status.DEGRADED, f"falling behind: {text}"
@@ -155,6 +134,6 @@ class SignalHub:
             if self.failure is not None:
                 raise FatalError(f"processor: {self.failure}")
             try:
-                await asyncio.wait_for(self._failed.wait(), interval_s)
+                await asyncio.wait_for(self.failed.wait(), interval_s)
             except TimeoutError:
                 pass

@@ -16,9 +16,9 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from feeds.history import arecorded_ticks
+from feeds.recording.tick_history import arecorded_ticks
 from feeds.market import MarketData
-from feeds.tick_selectors import InstrumentNotFound
+from feeds.recording.tick_selectors import InstrumentNotFound
 from processor import selectors, services
 from processor.held import nothing_held
 from processor.backfill_source import HistoricalTickProvider
@@ -36,7 +36,7 @@ SIGNALS_COMPONENT = "processor:signals"
 
 
 class RecordedHistory:
-    """Backfill from the feeds app's tick recorder (feeds.history)."""
+    """Backfill from the feeds app's tick recorder (feeds.recording.tick_history)."""
 
     async def ticks(self, feed: str, symbol: str, start_ns: int, end_ns: int) -> Sequence[MarketData]:
         try:

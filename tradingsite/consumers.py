@@ -26,7 +26,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from dashboard.conflation import BrowserOutbox
-from feeds.publisher import MARKET_GROUP
+from feeds.distribution.price_publisher import MARKET_GROUP
 from tradingsite import metrics
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData
 from tradingsite import metrics
 from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask

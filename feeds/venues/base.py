@@ -1,8 +1,8 @@
 """The one interface every venue adapter implements.
 
-An adapter declares its venue (settings it accepts, channels it serves), opens a frame
-source for a set of symbols, and parses frames with a pure function: no I/O, no state,
-so a recorded frame always yields the same events.
+An adapter declares its venue (settings it accepts, channels it serves) and parses
+frames with a pure function: no I/O, no state, so a recorded frame always yields the
+same events. A local venue (simulated, replay) also opens a frame source for a feed.
 
 Exchange venues also describe how to reach them (`ExchangeVenue`): the websocket
 endpoints and subscribe messages for a set of symbols, the keep-alive rules, and REST
@@ -14,7 +14,7 @@ owns, so `parse` stays pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Collection, Mapping, Protocol, Sequence, Union
+from typing import AsyncIterator, Awaitable, Callable, Collection, Mapping, Protocol, Sequence, Union
 
 from feeds.market import MarketData, MarketEvent
 
@@ -47,22 +47,48 @@ class FeedSpec:
     instruments: Sequence[InstrumentSpec] = field(default_factory=tuple)
 
 
+# How a venue that replays recordings reads them: (feed, symbol, start_ns, end_ns) ->
+# the recorded trades in order. Handed in by the stream runtime, so adapters never
+# import the database side.
+RecordedTicks = Callable[[str, str, int, int], Awaitable[list[MarketData]]]
+
+
 class FrameSource(Protocol):
     """A live source of raw frames; batches are the frames available at one moment."""
 
     def batches(self) -> AsyncIterator[list[bytes]]: ...
 
 
+@dataclass(frozen=True)
+class PublishedLimits:
+    """A venue's limits as it publishes them (per IP unless said otherwise).
+
+    The stream runtime's token buckets take a fraction of each (feeds.streams.venue_limiter).
+    """
+
+    rest_weight: float  # request weight per rest_period_s
+    rest_period_s: float
+    trades_request_weight: float  # weight of one historical-trades page
+    dials: float  # websocket connection attempts per dial_period_s
+    dial_period_s: float
+    messages_per_s: float | None  # client messages per second, per connection
+
+
+# For a venue that publishes no limits (or has no socket): cautious figures.
+DEFAULT_LIMITS = PublishedLimits(600, 60, 1, 60, 300, 5)
+
+
 class Venue(Protocol):
+    """What every venue declares; a venue module exports one as VENUE (see feeds.venues)."""
+
     name: str
     channels: frozenset[str]
+    limits: PublishedLimits
+    # What the venue trades when the operator does not say (a feeds.models.MarketType value).
+    default_market_type: str
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         """Return validated settings with defaults filled in; raise ValidationError per key."""
-        ...
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        """Return a frame source for `feed`; nothing connects until it is iterated."""
         ...
 
     def parse(self, frame: bytes, received_ns: int) -> list[MarketEvent]:
@@ -71,6 +97,14 @@ class Venue(Protocol):
 
     def new_stream_state(self) -> StreamState:
         """Return fresh per-stream state; one per stream (and per replayed recording)."""
+        ...
+
+
+class LocalVenue(Venue, Protocol):
+    """A venue whose frames come from this process (a simulation, a recording), not a socket."""
+
+    def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> FrameSource:
+        """Return a frame source for `feed`; nothing is read until it is iterated."""
         ...
 
 
@@ -217,44 +251,23 @@ class TradeHistoryVenue(ExchangeVenue, Protocol):
         ...
 
 
-# The websocket transport belongs to the stream runtime, which registers its factory
-# here; exchange venues' `open()` goes through it, so the adapters never import the
-# runtime and the dependency points one way.
-TransportFactory = Callable[[ExchangeVenue, FeedSpec], FrameSource]
-_transport_factory: list[TransportFactory] = []
-
-
-def register_websocket_transport(factory: TransportFactory) -> None:
-    """Make `factory` the transport that exchange venues' `open()` returns (last one wins)."""
-    _transport_factory[:] = [factory]
-
-
-def open_exchange_stream(venue: ExchangeVenue, feed: FeedSpec) -> FrameSource:
-    """Return the registered transport's frame source for an exchange venue's feed."""
-    if not _transport_factory:
-        raise LookupError(
-            f"feed {feed.name}: no websocket transport registered for exchange venue {venue.name}"
-        )
-    return _transport_factory[0](venue, feed)
-
-
 class ExchangeVenueCommon:
-    """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`.
+    """What every exchange venue module shares; a venue class sets `name` and `settings_defaults`
+    (and `limits` and `default_market_type` when the defaults do not fit).
 
-    Settings take the common URL overrides, the frame source is the registered websocket
-    transport, and frames stand alone unless the venue overrides `new_stream_state`.
+    Settings take the common URL overrides, and frames stand alone unless the venue
+    overrides `new_stream_state`.
     """
 
     name: str
     settings_defaults: Mapping[str, object]
+    limits: PublishedLimits = DEFAULT_LIMITS
+    default_market_type: str = "spot"
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        from feeds.venues.settings import clean_exchange_settings
+        from feeds.venues.exchange_settings import clean_exchange_settings
 
         return clean_exchange_settings(self.name, settings, self.settings_defaults)
-
-    def open(self, feed: FeedSpec) -> FrameSource:
-        return open_exchange_stream(self, feed)  # type: ignore[arg-type]
 
     def new_stream_state(self) -> StreamState:
         return StatelessStream()

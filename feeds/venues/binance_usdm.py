@@ -23,7 +23,7 @@ import msgspec
 
 from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, PublishedLimits, TradeQuery,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import (
@@ -31,7 +31,7 @@ from feeds.venues.errors import (
     values_refusal,
 )
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"
@@ -366,9 +366,17 @@ def parse_exchange_info(body: bytes) -> list[InstrumentMeta]:
 
 # --- the venue --------------------------------------------------------------------------
 
+# REQUEST_WEIGHT 2400/min, aggTrades weight 20, 10 incoming messages/s per connection;
+# the dial limit is not published for futures, so the spot figure (300 connections per
+# 5 min) stands in.
+LIMITS = PublishedLimits(2400, 60, 20, 300, 300, 10)
+
+
 class BinanceUsdmVenue(ExchangeVenueCommon):
     name = NAME
     settings_defaults = DEFAULTS
+    limits = LIMITS
+    default_market_type = "perpetual"
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL

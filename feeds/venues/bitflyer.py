@@ -22,14 +22,14 @@ import msgspec
 
 from feeds.market import MarketData, MarketEvent, Side, Ticker
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, TradeQuery,
+    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, PublishedLimits, TradeQuery,
 )
 from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import (
     DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol, trade_refusal,
 )
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"
@@ -235,9 +235,15 @@ def parse_markets(body: bytes) -> list[InstrumentMeta]:
 
 # --- the venue --------------------------------------------------------------------------
 
+# 500 requests / 5 min per IP; dials are unpublished ("rapid connect/disconnect loops"
+# get restricted), so a cautious 60 / 5 min.
+LIMITS = PublishedLimits(500, 300, 1, 60, 300, None)
+
+
 class BitflyerVenue(ExchangeVenueCommon):
     name = NAME
     settings_defaults = DEFAULTS
+    limits = LIMITS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE
     ws_base_url = WS_BASE_URL

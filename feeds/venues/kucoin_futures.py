@@ -35,7 +35,7 @@ from feeds.venues.errors import (
 )
 from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, ms_to_ns
 from feeds.venues.rest import fetch
-from feeds.venues.settings import base_url
+from feeds.venues.exchange_settings import base_url
 
 NAME = "kucoin-futures"
 WS_BASE_URL = "wss://ws-api-futures.kucoin.com"  # informational: the bullet names the server
@@ -319,6 +319,7 @@ def _exact_text(value: Decimal) -> str:
 
 class KucoinFuturesVenue(ExchangeVenueCommon):
     name = NAME
+    default_market_type = "perpetual"
     settings_defaults = DEFAULTS
     channels = CHANNELS
     keep_alive = KEEP_ALIVE

@@ -1,7 +1,8 @@
 """The `replay` venue: recorded ticks from a CSV file or the database, as a live feed.
 
 Recorded ticks play back through the same parse path as a live venue. A frame is one
-CSV line in the format `manage.py exportticks` writes, with optional trailing columns:
+line of the tick CSV format (feeds.venues.tick_csv, docs/tick-csv.md), the format
+`manage.py exportticks` writes and `manage.py backtest` reads:
 
     ts_ms,symbol,price,volume[,trade_id[,side[,ts_ns]]]
     1732924800123,BTC-USDT,96712.4,0.015,2435013397,sell,1732924800123456789
@@ -22,11 +23,9 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mappi
 
 from django.core.exceptions import ValidationError
 
-from feeds.market import MarketData, MarketEvent, Side, fixed_to_str
-from feeds.venues.base import FeedSpec, ParseError, StatelessStream, StreamState
-from feeds.venues.construct import make_trade
-from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol
-from feeds.venues.numbers import checked_ns, fixed, ms_to_ns
+from feeds.market import MarketData
+from feeds.venues.base import DEFAULT_LIMITS, FeedSpec, RecordedTicks, StatelessStream, StreamState
+from feeds.venues.tick_csv import frame_from_tick, parse_tick_line, tick_file_frames
 
 NAME = "replay"
 CHANNELS = frozenset({"trades"})
@@ -39,52 +38,8 @@ DEFAULTS: dict[str, object] = {
     "speed": 0,
     "batch_size": 500,
 }
-HEADER = "ts_ms,symbol,price,volume"
-_SIDES = {"buy": Side.BUY, "sell": Side.SELL, "": None}
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-# --- pure parse -------------------------------------------------------------------------
-
-def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
-    """Return the trade of one CSV line; the header line gives none."""
-    try:
-        line = frame.decode().rstrip("\r\n")
-        if line == HEADER or line.startswith(HEADER + ","):
-            return []
-        columns = line.split(",")
-        if not 4 <= len(columns) <= 7:
-            raise ParseError("schema", f"expected 4 to 7 columns, got {len(columns)}")
-        ts_ms_text, symbol, price, volume, *extra = columns
-        checked_symbol(symbol)
-        ts_event = ms_to_ns(int(ts_ms_text))
-        if len(extra) == 3 and extra[2]:
-            ts_ns = checked_ns(int(extra[2]))
-            if ts_ns // 1_000_000 * 1_000_000 != ts_event:
-                raise ParseError("schema", "ts_ns disagrees with ts_ms")
-            ts_event = ts_ns
-        side_text = extra[1] if len(extra) >= 2 else ""
-        if side_text not in _SIDES:
-            raise ParseError("schema", f"unknown side {side_text!r}")
-        value, amount = fixed(price), fixed(volume)
-        if not (0 < value <= MAX_FIXED and 0 <= amount <= MAX_FIXED):
-            checked_price(value)
-            checked_size(amount, "volume")  # zero is a volume: a recorded cold-start tick has none
-        # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
-        return [make_trade(
-            symbol, value, amount, ts_event, received_ns, (extra[0] or None) if extra else None, _SIDES[side_text],
-        )]
-    except DECODE_FAILURES as exc:
-        raise as_parse_error(exc) from None
-
-
-def frame_from_tick(tick: MarketData) -> bytes:
-    """Return the replay frame that parses back to `tick` (times, numbers, id and side)."""
-    return (
-        f"{tick.ts_event // 1_000_000},{tick.symbol},{fixed_to_str(tick.price)},{fixed_to_str(tick.volume)},"
-        f"{tick.trade_id or ''},{tick.side.value if tick.side else ''},{tick.ts_event}"
-    ).encode()
 
 
 # --- pacing -------------------------------------------------------------------------------
@@ -132,15 +87,6 @@ class ReplaySource:
             yield batch
 
 
-async def csv_frames(path: Path) -> AsyncIterator[bytes]:
-    """Yield the lines of a CSV recording (read lazily; local files read fast)."""
-    with path.open("rb") as stream:
-        for line in stream:
-            line = line.rstrip(b"\r\n")
-            if line:
-                yield line
-
-
 def merge_by_time(streams: Iterable[list[MarketData]]) -> Iterator[MarketData]:
     """Return ticks of several instruments merged in exchange-time order."""
     return heapq.merge(*streams, key=lambda tick: tick.ts_event)
@@ -154,16 +100,16 @@ def _iso_to_ns(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
-def database_frames(feed: FeedSpec, settings: Mapping[str, object]) -> Callable[[], AsyncIterator[bytes]]:
+def database_frames(
+    feed: FeedSpec, settings: Mapping[str, object], recorded_ticks: RecordedTicks,
+) -> Callable[[], AsyncIterator[bytes]]:
     """Return a frame iterator over ticks recorded on `source_feed` for the feed's instruments."""
 
     async def frames() -> AsyncIterator[bytes]:
-        from feeds.history import arecorded_ticks
-
         start = _iso_to_ns(str(settings["start"])) if settings["start"] else 0
         end = _iso_to_ns(str(settings["end"])) if settings["end"] else 2**63 - 1
         per_instrument = [
-            await arecorded_ticks(str(settings["source_feed"]), spec.venue_symbol, start, end)
+            await recorded_ticks(str(settings["source_feed"]), spec.venue_symbol, start, end)
             for spec in feed.instruments
         ]
         for tick in merge_by_time(per_instrument):
@@ -177,6 +123,8 @@ def database_frames(feed: FeedSpec, settings: Mapping[str, object]) -> Callable[
 class ReplayVenue:
     name = NAME
     channels = CHANNELS
+    limits = DEFAULT_LIMITS  # nothing is dialled or fetched
+    default_market_type = "spot"
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         cleaned = {**DEFAULTS, **settings}
@@ -209,21 +157,24 @@ class ReplayVenue:
             raise ValidationError({key: [message] for key, message in errors.items()})
         return cleaned
 
-    def open(self, feed: FeedSpec) -> ReplaySource:
+    def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> ReplaySource:
+        """Return the feed's frame source; a database replay reads through `recorded_ticks`."""
         settings = self.clean_settings(feed.settings)
         if settings["source"] == "csv":
             path = Path(str(settings["path"]))
 
             def frames() -> AsyncIterator[bytes]:
-                return csv_frames(path)
+                return tick_file_frames(path)
+        elif recorded_ticks is None:
+            raise LookupError(f"feed {feed.name}: a database replay needs the recorded-tick reader")
         else:
-            frames = database_frames(feed, settings)
+            frames = database_frames(feed, settings, recorded_ticks)
         speed, batch_size = settings["speed"], settings["batch_size"]
         assert isinstance(speed, (int, float)) and isinstance(batch_size, int)  # clean_settings checked both
         return ReplaySource(frames, speed=float(speed), batch_size=batch_size)
 
-    # The module's pure function itself, so the hot path pays no extra call.
-    parse = staticmethod(parse)
+    # The tick CSV line parse itself, so the hot path pays no extra call.
+    parse = staticmethod(parse_tick_line)
 
     def new_stream_state(self) -> StreamState:
         return StatelessStream()

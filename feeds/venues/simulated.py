@@ -18,7 +18,7 @@ import orjson
 from django.core.exceptions import ValidationError
 
 from feeds.market import MarketData, Side
-from feeds.venues.base import FeedSpec, InstrumentSpec, StatelessStream
+from feeds.venues.base import DEFAULT_LIMITS, FeedSpec, InstrumentSpec, RecordedTicks, StatelessStream
 from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, trade_refusal
 from feeds.venues.numbers import fixed, ms_to_ns
@@ -107,6 +107,8 @@ class SimulatedSource:
 class SimulatedVenue:
     name = NAME
     channels = CHANNELS
+    limits = DEFAULT_LIMITS  # nothing is dialled or fetched
+    default_market_type = "simulated"
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         cleaned = {**DEFAULTS, **settings}
@@ -136,7 +138,8 @@ class SimulatedVenue:
             raise ValidationError({key: [message] for key, message in errors.items()})
         return cleaned
 
-    def open(self, feed: FeedSpec) -> SimulatedSource:
+    def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> SimulatedSource:
+        """Return the feed's frame source (a simulation reads no recording)."""
         settings = self.clean_settings(feed.settings)
         market = SimulatedMarket(
             seed=settings["seed"],  # type: ignore[arg-type]

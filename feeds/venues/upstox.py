@@ -39,7 +39,7 @@ from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import RestError, fetch
-from feeds.venues.settings import base_url, clean_exchange_settings
+from feeds.venues.exchange_settings import base_url, clean_exchange_settings
 
 NAME = "upstox"
 WS_BASE_URL = "wss://api.upstox.com"  # informational: the authorize call names the server

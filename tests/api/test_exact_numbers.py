@@ -15,7 +15,7 @@ from django.test import Client
 
 from feeds.market import FeedData, MarketData, parse_fixed
 from feeds.models import Instrument, Tick
-from feeds.tick_writer import writer_for_database
+from feeds.recording.database_writer import writer_for_database
 from feeds.venues.simulated import VENUE as SIMULATED
 from orders.brokers.paper import PaperFees
 from orders.brokers.registry import BrokerRegistry

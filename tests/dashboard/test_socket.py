@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from feeds.publisher import MARKET_GROUP
+from feeds.distribution.price_publisher import MARKET_GROUP
 from orders.models import Account, TradeSetting
 from processor.models import Strategy
 from processor.signals import Signal, SignalKind

@@ -1,11 +1,13 @@
 """Hand-written test doubles for the stream runtime's boundaries."""
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 
 from feeds.market import MarketData
-from feeds.runtime_events import RuntimeEvent
-from feeds.window_planner import TradeRecoveryWindow
+from feeds.streams.supervised_stream import SupervisedStream
+from feeds.streams.runtime_events import RuntimeEvent
+from feeds.streams.window_planner import TradeRecoveryWindow
 
 
 class FakeClock:
@@ -71,3 +73,10 @@ class ListHistory:
             t for t in self.trades
             if t.symbol == window.symbol and window.start_time <= t.ts_event // 1_000_000 <= window.end_time
         ]
+
+
+async def deliver_burst(stream: SupervisedStream, frames: Sequence[bytes]) -> None:
+    """Hand `frames` to the stream as one burst off its socket, then let the burst end."""
+    for frame in frames:
+        stream.on_frame(frame)
+    await asyncio.sleep(0)

@@ -7,11 +7,12 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.market import FeedData, MarketData, parse_fixed
-from feeds.ratelimit import PublishedLimits, VenueRateLimiter
-from feeds.supervised_stream import StreamPolicy, SupervisedStream
-from feeds.transport import TransportSettings
+from feeds.streams.venue_limiter import VenueRateLimiter
+from feeds.venues.base import PublishedLimits
+from feeds.streams.supervised_stream import StreamPolicy, SupervisedStream
+from feeds.streams.transport import TransportSettings
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tests.fakes.binance_usdm import FakeBinanceUsdm

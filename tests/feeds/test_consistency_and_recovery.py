@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStore
+from feeds.streams.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.market import MarketData
-from feeds.recovery import (
+from feeds.streams.gap_recovery import (
     KnownHoleSpan, RuntimeRecoveryCoordinator, RuntimeRecoveryProtocol, TradeRecoveryController, ns_to_ms,
 )
-from feeds.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
+from feeds.streams.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
 from tests.feeds.doubles import ListHistory
 from tests.feeds.factories import trade
 

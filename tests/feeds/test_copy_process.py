@@ -6,11 +6,12 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.copy_process import CopyProcessWriter, WriterProcessError
-from feeds.copy_worker import APPLICATION_NAME
+from feeds.recording.copy_process import CopyProcessWriter, WriterProcessError
+from feeds.recording.copy_worker import APPLICATION_NAME
 from feeds.models import StreamCheckpoint, Tick
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import CheckpointRow, TickRow, WriteSkipped, pipelined_writer_for_database
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.tick_writer import CheckpointRow, TickRow, WriteSkipped
+from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
 
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.needs_postgres, pytest.mark.django_db(transaction=True
 
 def _setup() -> tuple[int, int]:
     feed = make_feed("f", ("BTCUSDT",))
-    key = instrument_keys(["f"])[("f", "BTCUSDT")]
+    key = tick_addresses(["f"])[("f", "BTCUSDT")]
     return key.instrument_id, feed.pk
 
 

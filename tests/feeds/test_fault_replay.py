@@ -13,11 +13,11 @@ from collections import Counter, defaultdict
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.models import Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.database_writer import writer_for_database
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import Collector, expected_trades, start_streams, stop
@@ -65,7 +65,7 @@ async def test_twenty_thousand_trades_through_fifty_random_faults_are_recorded_e
         await database_sync_to_async(make_feed)(
             "bin", SYMBOLS, venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
         )
-        keys = await database_sync_to_async(instrument_keys)(["bin"])
+        keys = await database_sync_to_async(tick_addresses)(["bin"])
         writer = await database_sync_to_async(writer_for_database)()
         recorder = TickRecorder(writer, keys, batch_size=2000, flush_interval_s=0.05)
         fanout = FeedFanout()

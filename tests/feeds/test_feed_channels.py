@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from feeds.feed_streams import build_feed_streams
+from feeds.streams.feed_streams import build_feed_streams
 from feeds.models import Feed, Instrument, Subscription
 from feeds.selectors import feed_specs_for_run
 from feeds.venues import get_venue

@@ -6,10 +6,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from feeds.history import recorded_ticks
+from feeds.recording.tick_history import recorded_ticks
 from feeds.market import Side, parse_fixed
 from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
-from feeds.tick_selectors import InstrumentNotFound
+from feeds.recording.tick_selectors import InstrumentNotFound
 from tests.feeds.factories import make_feed
 
 pytestmark = pytest.mark.django_db

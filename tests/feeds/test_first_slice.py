@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import asyncio
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData, MarketData, Side, fixed_to_str, parse_fixed
-from feeds.publisher import PricePublisher
-from feeds.stream import FeedStream
+from feeds.distribution.price_publisher import PricePublisher
+from feeds.streams.local_streams import build_local_stream
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.simulated import VENUE, SimulatedMarket
+from tests.feeds.doubles import deliver_burst
 from tradingsite.health import HealthBoard, Status
 
 SPECS = (InstrumentSpec("BTC-USD", "0.1", "0.001"), InstrumentSpec("DOGE-USD", "0.00001", "10"))
@@ -44,18 +45,22 @@ def test_parse_reads_the_frame_exactly() -> None:
     assert VENUE.parse(b'{"e":"heartbeat"}', 0) == []
 
 
-def test_stream_counts_and_skips_malformed_frames_and_sets_duration_since_last() -> None:
-    fanout, board = FeedFanout(), HealthBoard()
-    stream = FeedStream(FeedSpec("sim", "simulated", {}, SPECS), VENUE, fanout, board, clock_ns=lambda: 5)
+async def test_stream_counts_and_skips_malformed_frames_and_sets_duration_since_last() -> None:
+    delivered: list[FeedData] = []
+    stream = build_local_stream(
+        FeedSpec("sim", "simulated", {}, SPECS), VENUE, publish=delivered.append, health=HealthBoard(), clock_ns=lambda: 5,
+    )
     good = b'{"e":"trade","s":"BTC-USD","t":%d,"p":"1.5","q":"1","T":%d,"m":false}'
-    events = stream.parse_batch([
+    await deliver_burst(stream, [
         good % (1, 1_732_924_800_000), b"{not json", b'{"e":"trade","s":"BTC-USD"}', good % (2, 1_732_924_800_250),
         b'{"e":"trade","s":"X","t":1,"p":"1e3","q":"1","T":1732924800000,"m":false}',
     ])
+    (batch,) = delivered
+    events = batch.events
     assert [e.trade_id for e in events] == ["1", "2"]
     assert events[0].duration_since_last_ns is None
     assert events[1].duration_since_last_ns == 250_000_000
-    assert dict(stream.malformed) == {"json": 1, "schema": 1, "number": 1}
+    assert dict(stream.stats.malformed) == {"json": 1, "schema": 1, "number": 1}
 
 
 class RecordingLayer:
@@ -110,7 +115,7 @@ async def test_stream_runs_the_simulated_source_into_the_fanout_and_reports_heal
     fanout, board = FeedFanout(), HealthBoard()
     queue = fanout.subscribe("probe")
     spec = FeedSpec("sim", "simulated", {"interval_ms": 10, "start_prices": {"BTC-USD": "64000"}}, SPECS)
-    task = asyncio.create_task(FeedStream(spec, VENUE, fanout, board).run())
+    task = asyncio.create_task(build_local_stream(spec, VENUE, publish=fanout.publish, health=board).run())
     try:
         batches = [await asyncio.wait_for(queue.get(), 5) for _ in range(3)]
     finally:

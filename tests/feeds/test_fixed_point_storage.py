@@ -13,9 +13,10 @@ from django.db.models import Sum
 
 from feeds.market import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS, FeedData, Side, parse_fixed
 from feeds.models import StreamCheckpoint, Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import BulkInsertWriter, PostgresCopyWriter, pipelined_writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter
+from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tradingsite.fixed_point_field import FixedPointRangeError, max_abs_for
 from tradingsite.fixed_point_rescale import RescaleRefused
@@ -75,7 +76,7 @@ def test_postgresql_stores_sums_and_filters_values_beyond_int64_exactly() -> Non
 
 def _record(writer_factory: Callable[[], Any], events: tuple[Any, ...]) -> list[tuple[int, int]]:
     make_feed("f", ("BTCUSDT",))
-    keys = instrument_keys(["f"])
+    keys = tick_addresses(["f"])
 
     async def go() -> None:
         recorder = TickRecorder(writer_factory(), keys, batch_size=2)
@@ -99,7 +100,7 @@ def test_the_sqlite_writer_records_twelve_places() -> None:
 @pytest.mark.needs_postgres
 @pytest.mark.parametrize("writer", ["copy", "copy-process"])
 def test_the_postgresql_writers_record_twelve_places_and_values_beyond_int64(writer: str) -> None:
-    from feeds.copy_process import CopyProcessWriter
+    from feeds.recording.copy_process import CopyProcessWriter
 
     factory = PostgresCopyWriter if writer == "copy" else pipelined_writer_for_database
     assert writer == "copy" or isinstance(pipelined_writer_for_database(), CopyProcessWriter)

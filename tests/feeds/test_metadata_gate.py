@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from feeds.market import parse_fixed
 from feeds.models import Feed, Instrument, Tick
-from feeds.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
+from feeds.distribution.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
 from feeds.startup import feed_startup_tasks
 from orders.plans import TradePlan, plans_for_signal
 from processor.signals import SignalKind
@@ -278,7 +278,7 @@ async def test_the_running_site_shows_the_held_instruments_on_internal_health(fa
 async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_says_so(fast_gate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from django.db import OperationalError
 
-    from feeds import metadata_gate
+    from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
     from tradingsite.health import HealthBoard
 
@@ -306,7 +306,7 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 
 
 async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(fast_gate) -> None:  # type: ignore[no-untyped-def]
-    from feeds import metadata_gate
+    from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
     from tradingsite.health import HealthBoard
 
@@ -328,7 +328,7 @@ async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(
 
 
 async def test_failed_fetches_ask_the_venue_again_after_doubling_waits(fast_gate) -> None:  # type: ignore[no-untyped-def]
-    from feeds import metadata_gate
+    from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
     from tradingsite.health import HealthBoard
 

@@ -7,15 +7,14 @@ from typing import Sequence
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.fanout import FeedFanout, drain
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData, Side
 from feeds.models import StreamCheckpoint, Tick
-from feeds.instrument_key import InstrumentKey
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import (
-    BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow, pipelined_writer_for_database, writer_for_database,
-)
+from feeds.recording.tick_address import TickAddress
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.tick_writer import BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status
@@ -42,7 +41,7 @@ async def _direct(write, rows, checkpoints) -> None:  # type: ignore[no-untyped-
     write(rows, checkpoints)
 
 
-KEYS = {("f", "BTCUSDT"): InstrumentKey(11, 1), ("f", "ETHUSDT"): InstrumentKey(12, 1)}
+KEYS = {("f", "BTCUSDT"): TickAddress(11, 1), ("f", "ETHUSDT"): TickAddress(12, 1)}
 
 
 async def test_batch_is_written_when_it_reaches_batch_size() -> None:
@@ -130,7 +129,7 @@ async def _async(value: bool) -> bool:
 
 def _record_through_database(writer_factory) -> None:  # type: ignore[no-untyped-def]
     feed = make_feed("f", ("BTCUSDT", "ETHUSDT"))
-    keys = instrument_keys(["f"])
+    keys = tick_addresses(["f"])
     events = (
         trade(1, price=6_400_012_345_678, volume=1, side=Side.SELL),
         trade(2, price=1, volume=99_999_999_999, side=None, duration_ns=1_000_000),
@@ -169,7 +168,7 @@ def test_postgres_copy_writer_stores_exact_integers() -> None:
 @pytest.mark.django_db(transaction=True)
 async def test_recorder_as_fanout_consumer_records_every_published_tick() -> None:
     await database_sync_to_async(make_feed)("f", ("BTCUSDT",))
-    keys = await database_sync_to_async(instrument_keys)(["f"])
+    keys = await database_sync_to_async(tick_addresses)(["f"])
     recorder = TickRecorder(await database_sync_to_async(writer_for_database)(), keys, batch_size=50, flush_interval_s=0.01)
     fanout = FeedFanout()
     queue = fanout.subscribe("recorder")
@@ -228,7 +227,7 @@ async def test_a_failed_batch_stops_the_later_ones_and_all_are_retried_in_order(
 @pytest.mark.needs_postgres
 @pytest.mark.django_db(transaction=True)
 def test_postgres_copy_process_writer_stores_exact_integers() -> None:
-    from feeds.copy_process import CopyProcessWriter
+    from feeds.recording.copy_process import CopyProcessWriter
 
     _record_through_database(pipelined_writer_for_database)
     assert isinstance(pipelined_writer_for_database(), CopyProcessWriter)

@@ -9,9 +9,10 @@ from channels.db import database_sync_to_async
 
 from feeds.market import FeedData, MarketData
 from feeds.models import KnownHole, StreamCheckpoint, Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import PipelinedWriter, TickWriter, pipelined_writer_for_database, writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.tick_writer import PipelinedWriter, TickWriter
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
 from tradingsite.health import HealthBoard, Status
@@ -26,7 +27,7 @@ def _poisoned(trade_id: int) -> MarketData:
 
 WRITERS: dict[str, Callable[[], TickWriter | PipelinedWriter]] = {
     "in-process writer": writer_for_database,  # bulk_create on SQLite, COPY on PostgreSQL
-    "writer process": pipelined_writer_for_database,  # COPY in feeds.copy_worker on PostgreSQL
+    "writer process": pipelined_writer_for_database,  # COPY in feeds.recording.copy_worker on PostgreSQL
 }
 
 
@@ -45,7 +46,7 @@ def _stored() -> list[str]:
 @pytest.mark.django_db(transaction=True)
 async def test_a_batch_with_one_poison_row_records_the_rest_and_later_batches_too(writer_factory) -> None:  # type: ignore[no-untyped-def]
     await database_sync_to_async(make_feed)("f", ("BTCUSDT",))
-    keys = await database_sync_to_async(instrument_keys)(["f"])
+    keys = await database_sync_to_async(tick_addresses)(["f"])
     health = HealthBoard()
     recorder = TickRecorder(
         await database_sync_to_async(writer_factory)(), keys, batch_size=5, flush_interval_s=0.01,
@@ -85,7 +86,7 @@ async def test_a_batch_with_one_poison_row_records_the_rest_and_later_batches_to
 @pytest.mark.django_db(transaction=True)
 async def test_a_poison_row_that_is_the_last_of_its_symbol_leaves_the_checkpoint_behind(writer_factory) -> None:  # type: ignore[no-untyped-def]
     await database_sync_to_async(make_feed)("f", ("BTCUSDT",))
-    keys = await database_sync_to_async(instrument_keys)(["f"])
+    keys = await database_sync_to_async(tick_addresses)(["f"])
     recorder = TickRecorder(await database_sync_to_async(writer_factory)(), keys, batch_size=3)
     recorder.offer(FeedData("f", (trade(1), trade(2))))
     await recorder.close()

@@ -5,9 +5,10 @@ import random
 
 import pytest
 
-from feeds.backoff import FullJitterBackoff
-from feeds.breaker import BreakerState, CircuitBreaker
-from feeds.ratelimit import PublishedLimits, RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
+from feeds.streams.backoff import FullJitterBackoff
+from feeds.streams.breaker import BreakerState, CircuitBreaker
+from feeds.streams.venue_limiter import RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
+from feeds.venues.base import PublishedLimits
 from tests.feeds.doubles import FakeClock
 from tradingsite.health import Status
 
@@ -104,7 +105,7 @@ def test_registry_shares_one_limiter_per_venue() -> None:
 
 
 def test_default_settings_detect_a_half_open_connection_within_thirty_seconds() -> None:
-    from feeds.stream_settings import feed_stream_settings
+    from feeds.streams.stream_settings import feed_stream_settings
 
     transport = feed_stream_settings().transport
     # Worst case: the connection goes half-open just after a pong; the next ping leaves

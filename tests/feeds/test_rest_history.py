@@ -1,12 +1,12 @@
 """Trade history paging for gap recovery: Binance by time windows, bitFlyer by id."""
 from __future__ import annotations
 
-from feeds.consistency import TradeStreamConsistencyController, TradeStreamStateStore
+from feeds.streams.consistency import TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.market import MarketData, parse_fixed
-from feeds.recovery import RuntimeRecoveryCoordinator, TradeRecoveryController
-from feeds.rest_history import RestTradeHistory
+from feeds.streams.gap_recovery import RuntimeRecoveryCoordinator, TradeRecoveryController
+from feeds.streams.rest_history import RestTradeHistory
 from feeds.venues import get_venue
-from feeds.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
+from feeds.streams.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.fakes.bitflyer_rest import Execution, FakeBitflyerRest
 

@@ -5,13 +5,13 @@ import asyncio
 
 import pytest
 
-from feeds.heartbeat import HeartbeatMonitor, HeartbeatState
-from feeds.reconnect import ReconnectCoordinator, ReconnectState
-from feeds.runtime_events import (
+from feeds.streams.heartbeat_monitor import HeartbeatMonitor, HeartbeatState
+from feeds.streams.reconnect import ReconnectCoordinator, ReconnectState
+from feeds.streams.runtime_events import (
     HeartbeatTimeoutEvent, ReconnectCompletedEvent, ReconnectFailedEvent, ReconnectStartedEvent,
 )
-from feeds.scheduler import RuntimeScheduler
-from feeds.supervisor import RuntimeSupervisor, SupervisorState
+from feeds.streams.scheduler import RuntimeScheduler
+from feeds.streams.supervisor import RuntimeSupervisor, SupervisorState
 from tests.feeds.doubles import EventLog, FakeClock, ScriptedConnection
 
 # --- heartbeat -------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Composition: one consistency controller and one store per stream, no side effects."""
 from __future__ import annotations
 
-from feeds.heartbeat import HeartbeatState
-from feeds.reconnect import ReconnectState
-from feeds.stream_composition import build_trade_stream_runtime
-from feeds.supervisor import SupervisorState
+from feeds.streams.heartbeat_monitor import HeartbeatState
+from feeds.streams.reconnect import ReconnectState
+from feeds.streams.stream_composition import build_trade_stream_runtime
+from feeds.streams.supervisor import SupervisorState
 from tests.feeds.doubles import EventLog, FakeClock, ListHistory, ScriptedConnection
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from feeds.breaker import BreakerState
-from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+from feeds.streams.breaker import BreakerState
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.venues import get_venue
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.stream_harness import (

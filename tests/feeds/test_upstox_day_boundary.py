@@ -18,12 +18,12 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from feeds.feed_streams import FeedStreamSettings, build_feed_streams
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.market import SCALE
 from feeds.models import Tick
-from feeds.recorder import TickRecorder
-from feeds.tick_selectors import instrument_keys
-from feeds.tick_writer import writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.recording.database_writer import writer_for_database
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.upstox import AUTHORIZE_PATH, UpstoxVenue
 from tests.feeds.factories import make_feed
@@ -99,7 +99,7 @@ async def _token() -> str:
 @pytest.mark.django_db(transaction=True)
 async def test_the_recorder_stores_a_zero_duration_at_the_upstox_day_boundary(fake_upstox: FakeUpstoxFeed) -> None:
     await database_sync_to_async(make_feed)("up", (KEY,), venue="upstox")
-    keys = await database_sync_to_async(instrument_keys)(["up"])
+    keys = await database_sync_to_async(tick_addresses)(["up"])
     recorder = TickRecorder(await database_sync_to_async(writer_for_database)(), keys, batch_size=100, flush_interval_s=0.01)
     venue = UpstoxVenue(_token)
     spec = FeedSpec(

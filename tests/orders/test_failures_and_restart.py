@@ -6,7 +6,7 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.fanout import FeedFanout
+from feeds.distribution.fanout import FeedFanout
 from feeds.market import SCALE
 from orders.brokers.base import BrokerOrder, BrokerRejected, BrokerUnavailable, OrderRequest
 from orders.brokers.paper import PaperBroker

@@ -8,9 +8,14 @@ import pytest
 from django.core.management import CommandError, call_command
 
 EMA = '{"timeframe_s": 10, "fast": 1, "slow": 3}'
+# Tick files hold exchange times from 2000 on (a time before is a unit mistake): rows
+# are written relative to T0, a whole number of 10 s bars.
+T0 = 1_700_000_000_000
 
 
 def write_csv(path, rows, header="ts_ms,symbol,price,volume"):
+    """Write `rows` ("ms,symbol,price,volume", ms counted from T0) as a tick file."""
+    rows = [f"{T0 + int(ms)},{rest}" for ms, rest in (row.split(",", 1) for row in rows)]
     path.write_text(header + "\n" + "".join(f"{r}\n" for r in rows))
     return str(path)
 
@@ -33,12 +38,12 @@ def test_writes_every_output_then_each_signal_after_the_output_of_its_tick(ema_c
     lines, summary = backtest("--strategy", "ema", "--params", EMA, "--ticks", ema_csv)
     assert [line["type"] for line in lines] == ["output"] * 4 + ["signal"] + ["output", "signal", "signal"]
     assert lines[0] == {
-        "type": "output", "symbol": "BTC-USD", "time_ms": 0, "occurrence_time_ms": 1000,
+        "type": "output", "symbol": "BTC-USD", "time_ms": T0, "occurrence_time_ms": T0 + 1000,
         "values": {"fast": 100.0, "slow": 100.0},
     }
-    assert lines[3]["time_ms"] == 30000 and lines[3]["occurrence_time_ms"] == 31000
+    assert lines[3]["time_ms"] == T0 + 30000 and lines[3]["occurrence_time_ms"] == T0 + 31000
     assert lines[4] == {"type": "signal", "symbol": "BTC-USD", "kind": "ENTRY_LONG",
-                        "occurrence_time_ms": 31000, "price": "103"}
+                        "occurrence_time_ms": T0 + 31000, "price": "103"}
     assert [(line["kind"], line["price"]) for line in lines[6:]] == [("EXIT_LONG", "90.5"), ("ENTRY_SHORT", "90.5")]
     assert "5 ticks" in summary and "3 signals" in summary and "ticks/s" in summary
 
@@ -56,8 +61,8 @@ def test_volume_bars_are_exact_decimal_strings_per_symbol(tmp_path):
     lines, _ = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path)
     a = [line for line in lines if line["symbol"] == "A"]
     assert a[1]["values"] == {"open": "10.1", "high": "10.3", "low": "10.1", "close": "10.3", "volume": "0.3"}
-    assert a[1]["time_ms"] == 1000 and a[1]["occurrence_time_ms"] == 3000
-    assert a[2]["values"]["open"] == "9.95" and a[2]["time_ms"] == 4000
+    assert a[1]["time_ms"] == T0 + 1000 and a[1]["occurrence_time_ms"] == T0 + 3000
+    assert a[2]["values"]["open"] == "9.95" and a[2]["time_ms"] == T0 + 4000
     assert [line["kind"] for line in lines if line["type"] == "signal"] == ["ENTRY_SHORT"]
 
 

@@ -9,9 +9,9 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
-from feeds.fanout import FeedFanout
+from feeds.distribution.fanout import FeedFanout
 from feeds.models import Feed, Instrument, MarketType
-from feeds.publisher import MARKET_GROUP
+from feeds.distribution.price_publisher import MARKET_GROUP
 from feeds.venues.base import FeedSpec
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.publishing import LiveStrategyEvents

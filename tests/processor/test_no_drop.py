@@ -6,7 +6,7 @@ from typing import Sequence
 
 import pytest
 
-from feeds.fanout import FeedFanout
+from feeds.distribution.fanout import FeedFanout
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.processor import Processor
 from processor.readiness import ProcessorHealth

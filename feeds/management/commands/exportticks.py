@@ -8,9 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from feeds.market import fixed_to_str
-from feeds.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
+from feeds.venues.tick_csv import HEADER
+from feeds.recording.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
 
-HEADER = ("ts_ms", "symbol", "price", "volume")
 
 
 def parse_instant_ns(text: str) -> int:
@@ -54,7 +54,7 @@ class Command(BaseCommand):
 
     def _write(self, stream: Any, name: str, instrument: Any, start_ns: int | None, end_ns: int | None) -> int:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(HEADER)
+        writer.writerow(HEADER.split(","))
         count = 0
         for ts_event, price, volume, *_ in iter_tick_values(ticks_in_order(instrument, start_ns, end_ns)):
             writer.writerow((ts_event // 1_000_000, name, fixed_to_str(price), fixed_to_str(volume)))

@@ -11,10 +11,6 @@ from django.db import transaction
 from feeds.models import Feed, Instrument, MarketType, Subscription
 from feeds.venues import VENUES
 
-# What a venue trades when the operator does not say; anything else is spot.
-_DEFAULT_MARKET_TYPE = {
-    "simulated": MarketType.SIMULATED, "binance-usdm": MarketType.PERPETUAL, "kucoin-futures": MarketType.PERPETUAL,
-}
 # Settings keys the URL overrides fill; the venue validates them like any other setting.
 WS_URL_KEY = "ws_url"
 REST_URL_KEY = "rest_url"
@@ -76,7 +72,7 @@ class Command(BaseCommand):
             settings[REST_URL_KEY] = rest_url
         feed = Feed(
             name=name, venue=venue, enabled=not disabled, settings=settings,
-            market_type=market_type or _DEFAULT_MARKET_TYPE.get(venue, MarketType.SPOT),
+            market_type=market_type or MarketType(VENUES[venue].default_market_type),
         )
         tick, lot = _decimal(tick_size), _decimal(lot_size)
         try:

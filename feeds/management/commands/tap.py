@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from redis import Redis
 from redis.exceptions import RedisError
 
-from feeds.redispub.envelope import Envelope, EnvelopeError, decode
-from feeds.redispub.tap import Finding, SequenceTracker
+from feeds.distribution.redispub.envelope import Envelope, EnvelopeError, decode
+from feeds.distribution.redispub.sequence_tracker import Finding, SequenceTracker
 
 
 class Command(BaseCommand):

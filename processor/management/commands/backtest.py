@@ -11,8 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from feeds.market import FeedData
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
+from feeds.venues.tick_csv import TickFileError, read_tick_csv
 from processor.strategies import STRATEGIES, clean_params
-from processor.tick_files import TickFileError, read_tick_csv
 
 _RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
 
@@ -28,8 +28,8 @@ def _parse_time(text: str, option: str) -> int:
 
 
 def _recorded_batches(feed: str, symbols: list[str], start_ns: int, end_ns: int, batch_ticks: int) -> Iterator[FeedData]:
-    from feeds.history import recorded_ticks  # the recorder's reader; only this mode needs it
-    from feeds.tick_selectors import InstrumentNotFound
+    from feeds.recording.tick_history import recorded_ticks  # the recorder's reader; only this mode needs it
+    from feeds.recording.tick_selectors import InstrumentNotFound
 
     for window_start in range(start_ns, end_ns, _RECORDED_WINDOW_NS):
         window_end = min(window_start + _RECORDED_WINDOW_NS, end_ns)

@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.asyncio import Redis
 
-from feeds.redispub.catalog import CadencePolicy, Catalog, catalog_feeds
-from feeds.redispub.service import MarketDataService, ServiceOptions
+from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, catalog_feeds
+from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
 from tests.feeds.venues.fake_http import FakeVenueHttp, running_fake_http
 from tradingsite.health import HealthBoard
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from feeds.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry, parse_cadence_overrides
+from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry, parse_cadence_overrides
 
 
 def feed(venue: str = "binance-usdm", settings: dict[str, object] | None = None) -> FeedEntry:

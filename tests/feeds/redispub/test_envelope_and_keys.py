@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from feeds.market import BookTicker, FundingRate, MarkPrice, Side, Ticker, parse_fixed
-from feeds.redispub.envelope import (
+from feeds.distribution.redispub.envelope import (
     SCHEMA_VERSION, Envelope, EnvelopeError, Source, channel_of, decode, encode, event_data,
 )
-from feeds.redispub.keys import KeyLayoutError, parse_key, stream_key, venue_key
+from feeds.distribution.redispub.keys import KeyLayoutError, parse_key, stream_key, venue_key
 from tests.feeds.factories import trade
 
 

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from feeds.market import FeedData
 from feeds.models import Instrument
-from feeds.redispub.envelope import Source, decode
+from feeds.distribution.redispub.envelope import Source, decode
 from tests.feeds.factories import make_feed, trade
 from tests.feeds.redispub.conftest import make_service, running
 from tests.feeds.venues.fake_http import FakeVenueHttp

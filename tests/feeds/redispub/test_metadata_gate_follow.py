@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 
 from feeds.redis_startup import redis_publisher_startup_tasks
-from feeds.redispub.envelope import Envelope, Source, decode
-from feeds.redispub.metadata import instrument_metadata_refresh
+from feeds.distribution.redispub.envelope import Envelope, Source, decode
+from feeds.distribution.redispub.metadata import instrument_metadata_refresh
 from feeds.startup import feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed

@@ -8,8 +8,8 @@ from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 
 from feeds.models import Instrument
-from feeds.redispub.envelope import Source, decode
-from feeds.redispub.metadata import MetadataRefreshError
+from feeds.distribution.redispub.envelope import Source, decode
+from feeds.distribution.redispub.metadata import MetadataRefreshError
 from tests.feeds.factories import make_feed
 from tests.feeds.redispub.test_fallback_and_gate import EXCHANGE_INFO, binance_feed
 from tests.feeds.venues.fake_http import FakeVenueHttp

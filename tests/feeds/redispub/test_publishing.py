@@ -11,8 +11,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from feeds.market import FeedData
-from feeds.redispub.envelope import Source, decode
-from feeds.redispub.metadata_types import InstrumentMetadata
+from feeds.distribution.redispub.envelope import Source, decode
+from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 from tests.feeds.factories import make_feed, trade
 from tests.feeds.redispub.conftest import FAST_OPTIONS, make_service, running
 from tests.helpers import async_eventually
@@ -99,8 +99,11 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
         for key in keys:
             stored = decode(await async_eventually(lambda: redis.get(key), timeout_s=10))
             assert stored.source == Source.WS.value and stored.instance_id == runtime.context.instance_id
+        # A heartbeat from before the stream's first report shows its streams healthy and
+        # the feed UNKNOWN; wait for one written once the feed reports.
         venue_health = await async_eventually(
-            lambda: _health_with_status(redis, f"{prefix}:simulated:venue:health", "HEALTHY"), timeout_s=10)
+            lambda: _health_with_status(redis, f"{prefix}:simulated:venue:health", "HEALTHY", feed="sim"),
+            timeout_s=10)
         assert venue_health.data["feeds"] == {"sim": "HEALTHY"}
         assert venue_health.data["streams"] == {"HEALTHY": 2, "DEGRADED": 0, "BLOCKED": 0}
     finally:
@@ -111,7 +114,7 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
 
 
 async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> None:
-    from feeds.fanout import FeedFanout
+    from feeds.distribution.fanout import FeedFanout
     from feeds.redis_startup import redis_publisher_startup_tasks
     from tradingsite.runtime.core import RuntimeContext
 
@@ -150,12 +153,15 @@ async def _gone(redis: Redis, key: str) -> bool:
     return not await redis.exists(key)
 
 
-async def _health_with_status(redis: Redis, key: str, status: str):  # type: ignore[no-untyped-def]
+async def _health_with_status(redis: Redis, key: str, status: str, *, feed: str | None = None):  # type: ignore[no-untyped-def]
+    """The health envelope at `key` once it has `status` (with `feed`: once that feed has reported)."""
     body = await redis.get(key)
     if body is None:
         return None
     envelope = decode(body)
-    return envelope if envelope.status == status else None
+    if envelope.status != status or (feed is not None and envelope.data["feeds"].get(feed) == "UNKNOWN"):
+        return None
+    return envelope
 
 
 async def _next_message(pubsub) -> bytes:  # type: ignore[no-untyped-def]

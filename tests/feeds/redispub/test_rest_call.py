@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from feeds.market import MarkPrice, parse_fixed
-from feeds.redispub.fallback import newest, rest_call
+from feeds.distribution.redispub.fallback import newest, rest_call
 from feeds.venues import get_venue
 from feeds.venues.base import HttpRequest
 from tests.feeds.factories import trade

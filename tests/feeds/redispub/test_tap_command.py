@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from redis.asyncio import Redis
 
-from feeds.redispub.envelope import Envelope, Source
-from feeds.redispub.publisher import Draft, RedisPublisher
+from feeds.distribution.redispub.envelope import Envelope, Source
+from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from tests.helpers import async_eventually
 
 def draft(key: str, price: str) -> Draft:

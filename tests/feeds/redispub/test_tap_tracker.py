@@ -1,7 +1,7 @@
 """The tap's sequence tracker: gaps, restarts and replays, per key."""
 from __future__ import annotations
 
-from feeds.redispub.tap import Finding, SequenceTracker
+from feeds.distribution.redispub.sequence_tracker import Finding, SequenceTracker
 
 
 def test_consecutive_sequences_are_ok_per_key() -> None:

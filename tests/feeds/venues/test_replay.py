@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from feeds.fanout import FeedFanout
-from feeds.market import MarketData, Side, parse_fixed
-from feeds.stream import FeedStream
+from feeds.distribution.fanout import FeedFanout
+from feeds.market import FeedData, MarketData, Side, parse_fixed
+from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tradingsite.health import HealthBoard
@@ -44,7 +44,7 @@ async def collect(source: replay.ReplaySource) -> list[list[bytes]]:
 
 def test_a_tick_round_trips_through_its_frame() -> None:
     tick = MarketData("BTC-USDT", parse_fixed("96712.4"), parse_fixed("0.004"), 1732924800348123456, 0, "77", Side.SELL)
-    assert replay.parse(replay.frame_from_tick(tick), 0) == [tick]
+    assert replay.VENUE.parse(replay.frame_from_tick(tick), 0) == [tick]
 
 
 async def test_recorded_speed_sleeps_the_exchange_time_gaps() -> None:
@@ -77,7 +77,7 @@ async def test_a_csv_recording_streams_through_the_feed_path(tmp_path: Path) -> 
     feed = FeedSpec("replayed", "replay", {"path": str(path), "batch_size": 7}, (InstrumentSpec("BTC-USDT", "0.5", "0.001"),))
     fanout = FeedFanout()
     queue = fanout.subscribe("test")
-    await FeedStream(feed, replay.VENUE, fanout, HealthBoard(), clock_ns=lambda: 5).run()
+    await build_local_stream(feed, replay.VENUE, publish=fanout.publish, health=HealthBoard(), clock_ns=lambda: 5).run()
     events = []
     while not queue.empty():
         events.extend(queue.get_nowait().events)
@@ -117,10 +117,9 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
         "replayed", "replay", replay.VENUE.clean_settings({"source": "database", "source_feed": "binance-live"}),
         (InstrumentSpec("BTCUSDT", "0.1", "0.001"), InstrumentSpec("ETHUSDT", "0.01", "0.001")),
     )
-    events = []
-    async for batch in replay.VENUE.open(feed).batches():
-        for frame in batch:
-            events.extend(replay.parse(frame, 0))
+    delivered: list[FeedData] = []
+    await build_local_stream(feed, replay.VENUE, publish=delivered.append, health=HealthBoard()).run()
+    events = [event for batch in delivered for event in batch.events]
     assert [(event.symbol, event.trade_id) for event in events] == [
         ("BTCUSDT", "0"), ("ETHUSDT", "1"), ("BTCUSDT", "2"), ("ETHUSDT", "3"),
     ]

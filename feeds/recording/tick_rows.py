@@ -1,0 +1,28 @@
+"""What a tick writer is handed: rows of ticks, the checkpoints they advance, and its one refusal.
+
+Shared by the in-process writers (feeds.recording.tick_writer) and the writer process's client
+(feeds.recording.copy_process), neither of which should need the other to name a row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, trade_id, side
+TickRow = tuple[int, int, int, int, int, int | None, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    """The last tick of a (feed, venue symbol) in a batch."""
+
+    feed_id: int
+    venue_symbol: str
+    trade_id: str
+    ts_event: int
+    price: int
+    volume: int
+    side: str
+
+
+class WriteSkipped(RuntimeError):
+    """A batch refused unwritten because an earlier one failed (see PipelinedWriter)."""
