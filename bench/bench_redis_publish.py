@@ -65,7 +65,7 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
     from feeds.redispub.gate import MetadataGate
     from feeds.redispub.metadata_types import InstrumentMetadata
     from feeds.redispub.publisher import RedisPublisher
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     feed = FeedEntry(
         name="bench", venue="binance-usdm", market_type="perpetual", settings={},

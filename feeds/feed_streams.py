@@ -23,7 +23,7 @@ from feeds.supervised_stream import HoleSink, StreamPolicy, SupervisedStream
 from feeds.transport import TransportSettings, WebSocketConnection, dial
 from feeds.venues.base import Endpoint, ExchangeVenue, FeedSpec, TradeHistoryVenue
 from feeds.window_planner import DEFAULT_MAX_WINDOW_MS
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from feeds.stream_metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_W
 from feeds.tick_refusals import Refusal
 from feeds.instrument_key import InstrumentKey
 from feeds.tick_writer import CheckpointRow, PipelinedWriter, RunSync, TickRow, TickWriter, run_in_db_thread, as_pipelined
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

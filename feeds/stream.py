@@ -15,7 +15,7 @@ from feeds.fanout import FeedFanout
 from feeds.market import FeedData, MarketData, MarketEvent
 from feeds.metrics import FRAMES_MALFORMED, TICKS_RECEIVED
 from feeds.venues.base import FeedSpec, ParseError, Venue
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

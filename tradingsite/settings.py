@@ -46,6 +46,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # default asyncio loop at django.setup(); runsite installs it on uvloop instead.
 INSTALLED_APPS = [
     "tradingsite",  # first: its `runserver` (= runsite) wins over staticfiles' WSGI one
+    "core",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

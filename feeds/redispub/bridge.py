@@ -21,7 +21,7 @@ from feeds.redispub.catalog import Catalog
 from feeds.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.redispub.gate import MetadataGate
 from feeds.redispub.publisher import Draft, RedisPublisher
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from feeds.redispub.fallback import FallbackController
 from feeds.redispub.gate import MetadataGate
 from feeds.redispub.keys import HEALTH_CHANNEL, RATELIMIT_SUBJECT, VENUE_SCOPE, venue_key
 from feeds.redispub.publisher import Draft, RedisPublisher
-from tradingsite.health import HealthBoard, Status, worst
+from core.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
 

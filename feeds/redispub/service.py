@@ -25,7 +25,7 @@ from feeds.redispub.gate import MetadataGate
 from feeds.redispub.heartbeat import Heartbeat
 from feeds.redispub.metadata import FETCH_FAILURES, fetch_feed_metadata, instrument_metadata_apply, metadata_drafts
 from feeds.redispub.publisher import RedisPublisher
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from tradingsite.fixed_point_field import stored_exactly
+from core.fixed_point_field import stored_exactly
 
 
 class Broker(models.TextChoices):

@@ -15,10 +15,10 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from tradingsite import metrics
-from tradingsite.health import HealthBoard, Status
-from tradingsite.health_report import build_report
-from tradingsite.jobs import periodic_job
-from tradingsite.selectors import ComponentView
+from core.health import HealthBoard, Status
+from core.health_report import build_report
+from core.jobs import periodic_job
+from core.selectors import ComponentView
 
 ROOT = Path(__file__).resolve().parents[2]
 

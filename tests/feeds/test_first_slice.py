@@ -9,7 +9,7 @@ from feeds.publisher import PricePublisher
 from feeds.stream import FeedStream
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.simulated import VENUE, SimulatedMarket
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 SPECS = (InstrumentSpec("BTC-USD", "0.1", "0.001"), InstrumentSpec("DOGE-USD", "0.00001", "10"))
 

@@ -17,8 +17,8 @@ from feeds.recorder import TickRecorder
 from feeds.tick_selectors import instrument_keys
 from feeds.tick_writer import BulkInsertWriter, PostgresCopyWriter, pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
-from tradingsite.fixed_point_field import FixedPointRangeError, max_abs_for
-from tradingsite.fixed_point_rescale import RescaleRefused
+from core.fixed_point_field import FixedPointRangeError, max_abs_for
+from core.fixed_point_rescale import RescaleRefused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -28,8 +28,8 @@ from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import fast_runtime_streams
 from tests.helpers import async_eventually
 from tests.orders.factories import make_instrument, make_setup, make_signal
-from tradingsite.health import Health, Status
-from tradingsite.runtime.core import Runtime
+from core.health import Health, Status
+from core.runtime.core import Runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -280,7 +280,7 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 
     from feeds import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}
@@ -308,7 +308,7 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(fast_gate) -> None:  # type: ignore[no-untyped-def]
     from feeds import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     await database_sync_to_async(make_feed)("bin", SYMBOLS, venue="simulated")
     [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
@@ -330,7 +330,7 @@ async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(
 async def test_failed_fetches_ask_the_venue_again_after_doubling_waits(fast_gate) -> None:  # type: ignore[no-untyped-def]
     from feeds import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     now = [1000.0]
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:

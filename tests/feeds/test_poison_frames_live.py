@@ -18,8 +18,8 @@ from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
-from tradingsite.health import Status
-from tradingsite.runtime.core import Runtime
+from core.health import Status
+from core.runtime.core import Runtime
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 

@@ -18,7 +18,7 @@ from feeds.tick_writer import (
 )
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 
 class ListWriter:

@@ -9,7 +9,7 @@ from feeds.backoff import FullJitterBackoff
 from feeds.breaker import BreakerState, CircuitBreaker
 from feeds.ratelimit import PublishedLimits, RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
 from tests.feeds.doubles import FakeClock
-from tradingsite.health import Status
+from core.health import Status
 
 
 def test_backoff_delays_stay_within_the_exponential_ceiling() -> None:

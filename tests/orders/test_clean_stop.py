@@ -18,8 +18,8 @@ from orders.startup import orders_startup_tasks
 from processor.signals import Signal, SignalHub, SignalKind
 from tests.helpers import async_eventually
 from tests.orders.factories import make_setup, make_signal, tick
-from tradingsite.health import HealthBoard, Status
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.health import HealthBoard, Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from orders.paper_matching import PaperMatcher
 from processor.signals import SignalKind
 from tests.orders.factories import make_setup, make_signal, tick
 from tradingsite.runtime.compose import build_runtime
-from tradingsite.runtime.core import RuntimeContext
+from core.runtime.core import RuntimeContext
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,8 +25,8 @@ from orders.locks import RECONCILE_SCOPE
 from orders.models import CapitalLedger, EntryLock, Order, OrderIntent
 from orders.startup import RECONCILE_COMPONENT, orders_startup_tasks
 from tests.orders.factories import make_setup
-from tradingsite.health import Status
-from tradingsite.runtime.core import RuntimeContext
+from core.health import Status
+from core.runtime.core import RuntimeContext
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,7 @@ from orders.models import AuditEvent, Fill, OrderIntent, Position
 from orders.startup import orders_startup_tasks
 from tests.helpers import eventually
 from tests.orders.factories import make_setup, tick
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]

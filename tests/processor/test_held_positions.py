@@ -264,7 +264,7 @@ async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreemen
     from orders.models import Position as PositionRow
     from tests.orders.factories import make_instrument, make_setup, make_strategy
     from tradingsite.runtime.compose import build_runtime
-    from tradingsite.runtime.core import RuntimeContext
+    from core.runtime.core import RuntimeContext
 
     runtime = build_runtime(role="test", feed_names=None, periodic_jobs=False)
     ctx = RuntimeContext()

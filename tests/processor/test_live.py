@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from feeds.fanout import FeedFanout
 from feeds.models import Feed, Instrument, MarketType
-from feeds.publisher import MARKET_GROUP
+from core.push_groups import MARKET_GROUP
 from feeds.venues.base import FeedSpec
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.publishing import LiveStrategyEvents
@@ -19,8 +19,8 @@ from processor.signals import SignalHub
 from processor.startup import processor_startup_tasks
 from tests.helpers import async_eventually
 from tests.processor.factories import batch, tick
-from tradingsite.health import Status
-from tradingsite.runtime.core import RuntimeContext
+from core.health import Status
+from core.runtime.core import RuntimeContext
 
 EMA = {"timeframe_s": 1, "fast": 1, "slow": 2, "long_only": False}
 

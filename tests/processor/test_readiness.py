@@ -9,8 +9,8 @@ from processor.processor import Processor
 from processor.readiness import ProcessorHealth, processor_readiness
 from processor.routing import Active, Degraded, Stopping
 from tests.processor.factories import FEED, RecordingSink, batch, spec, tick, turn
-from tradingsite.health import Status
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.health import Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 CORE = {"fatal-watcher": True, "route-commands": True, "feed-router": True, "reconcile": True}
 

@@ -14,8 +14,8 @@ from recovery.models import BrokerToken
 from recovery.startup import AUTH_STATE_RESOURCE, provisioned_keys, recovery_startup_tasks
 from recovery.tokens import TokenKey, TokenKind, TokenState, TokenUnavailable
 from tests.recovery.conftest import wait_until
-from tradingsite.health import HealthBoard, Status
-from tradingsite.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
+from core.health import HealthBoard, Status
+from core.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
 
 ANALYTICS = TokenKey("upstox", TokenKind.ANALYTICS)
 RECOVERY_DIR = Path(__file__).resolve().parents[2] / "recovery"

@@ -17,7 +17,7 @@ from feeds.startup import feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
-from tradingsite.runtime.core import Runtime
+from core.runtime.core import Runtime
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 

@@ -113,7 +113,7 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
 async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> None:
     from feeds.fanout import FeedFanout
     from feeds.redis_startup import redis_publisher_startup_tasks
-    from tradingsite.runtime.core import RuntimeContext
+    from core.runtime.core import RuntimeContext
 
     settings.REDIS_URL = ""
     ctx = RuntimeContext()

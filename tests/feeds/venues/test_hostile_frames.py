@@ -14,7 +14,7 @@ from feeds.venues import VENUES
 from feeds.venues.base import FeedSpec, ParseError
 from tests.feeds.venues import golden
 from tests.feeds.venues.invariants import check_event
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 VENUE_NAMES = sorted(VENUES)
 RECORDED = {name: golden.read_frames(name) for name in VENUE_NAMES}

@@ -284,7 +284,7 @@ async def test_other_errors_do_not_invalidate_the_token(fake_http: FakeVenueHttp
 async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeypatch: pytest.MonkeyPatch) -> None:
     from feeds.venues.upstox_startup import upstox_token_startup_tasks
     from recovery.tokens import TokenKey, TokenKind
-    from tradingsite.runtime.core import RuntimeContext
+    from core.runtime.core import RuntimeContext
 
     source = FakeTokenSource("from-recovery")
     asked: list[TokenKey] = []
@@ -306,7 +306,7 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
 
 async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(monkeypatch: pytest.MonkeyPatch) -> None:
     from feeds.venues.upstox_startup import upstox_token_startup_tasks
-    from tradingsite.runtime.core import RuntimeContext
+    from core.runtime.core import RuntimeContext
 
     class AuthState:
         def token_source(self, key: object) -> None:
