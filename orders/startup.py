@@ -138,8 +138,8 @@ async def final_reconcile(
 def orders_startup_tasks(
     hubs: OrdersHubs,
     *,
-    fanout: FeedFanout | None,
-    signals: SignalHub | None,
+    fanout: FeedFanout | None = None,
+    signals: SignalHub | None = None,
     auth_state: StartupValue[AuthState] | None = None,
     controls: EntryControls | None = None,
 ) -> list[StartupTask]:

@@ -66,7 +66,6 @@ async def test_a_degraded_route_with_open_positions_stops_the_runtime_with_a_non
             sink=RecordingSink(), mailbox_capacity=2,
             on_readiness=lambda r: ctx.health.set("processor", r.health.board_status, r.reason),
         )
-        ctx.resources["processor"] = processor
         processor.start(spawn=ctx.spawn)
         processor.reconcile([spec(1, ["BTC"])])
         await processor.settled()

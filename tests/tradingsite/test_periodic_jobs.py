@@ -20,7 +20,8 @@ from tests.helpers import async_eventually, eventually
 from tradingsite.celery import app as celery_app
 from core.models import ComponentHealth
 from core.runtime.periodic import _finish_when_cancelled, run_periodic_job
-from tradingsite.schedule import PERIODIC_JOBS, PeriodicJob, beat_schedule, job_named
+from core.schedule import beat_schedule, job_named
+from tradingsite.schedule import PERIODIC_JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 

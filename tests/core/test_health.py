@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from tradingsite import services
+from core import services
 from core.health import Health, HealthBoard, Status, worst
 from core.models import ComponentHealth
 from core.selectors import component_health_effective
