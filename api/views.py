@@ -16,12 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers
+from core.health_report import build_report
+from core.readiness import database_reachable
+from core.selectors import component_health_effective
 from dashboard import selectors
 from orders.models import Outcome, TradeSetting
 from recovery.selectors import prompts_open_for_user
-from tradingsite.health_report import build_report
-from tradingsite.selectors import component_health_effective
-from tradingsite.views import _database_ok
 
 
 # Ids and foreign keys are 64-bit on PostgreSQL; a larger number would fail in the database.
@@ -165,7 +165,7 @@ class HealthViewSet(viewsets.ViewSet):
 
     @extend_schema(operation_id="health_list", responses={200: dict})
     def list(self, request: Request) -> Response:
-        db_ok, db_reason = _database_ok()
+        db_ok, db_reason = database_reachable()
         components = component_health_effective() if db_ok else []
         return Response(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
 

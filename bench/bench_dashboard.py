@@ -64,8 +64,8 @@ async def bench_socket(messages: int = 20_000) -> None:
     from django.contrib.auth.models import User
 
     import dashboard.selectors
-    from feeds.distribution.price_publisher import MARKET_GROUP
-    from tradingsite.consumers import DashboardConsumer
+    from core.push_groups import MARKET_GROUP
+    from dashboard.consumers import DashboardConsumer
 
     settings.DASHBOARD_BROWSER_INTERVAL_S = 0.25
     dashboard.selectors.visible_strategy_ids = lambda *, user_id: frozenset()  # socket path only (see docstring)

@@ -66,7 +66,7 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     from feeds.recording.database_writer import pipelined_writer_for_database
     from feeds.venues import get_venue
     from feeds.venues.base import FeedSpec, InstrumentSpec
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     def setup() -> None:
         _truncate_ticks()
@@ -189,7 +189,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from tradingsite.runtime.signals import run_fast
+    from core.runtime.signals import run_fast
 
     # On a small machine the venue, the database and the path share the cores and a run
     # lands in a fast or a slow mode: alternate the loops, report every run, compare on

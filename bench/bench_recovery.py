@@ -72,7 +72,7 @@ async def bench_runtime() -> None:
     from recovery.tokens import TokenKey, TokenKind, TokenState
     from recovery.upstox import IST, UpstoxApp, UpstoxTokenExchange
     from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
     from datetime import datetime, timezone
 
     fake = FakeUpstoxAuth(client_id="bench", client_secret="bench-secret", redirect_uri="http://127.0.0.1/cb").start()

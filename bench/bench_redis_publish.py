@@ -65,7 +65,7 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
     from feeds.distribution.redispub.publish_gate import PublishGate
     from feeds.distribution.redispub.metadata_types import InstrumentMetadata
     from feeds.distribution.redispub.publisher import RedisPublisher
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     feed = FeedEntry(
         name="bench", venue="binance-usdm", market_type="perpetual", settings={},

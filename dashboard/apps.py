@@ -7,6 +7,3 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from dashboard import checks  # noqa: F401  (registers the chart-asset check)
-        from tradingsite.metrics import load_metric_modules
-
-        load_metric_modules()

@@ -19,8 +19,8 @@ from dashboard.services import _push_controls_on_commit
 from feeds.market import fixed_to_str
 from orders.models import OrderIntent
 from orders.resolution import intent_keep_waiting, intent_release_by_operator
-from tradingsite.consumers import user_group
-from tradingsite.metrics import CONTROL_CHANGES
+from core.push_groups import user_group
+from dashboard.metrics import CONTROL_CHANGES
 
 
 class Decision(str, Enum):

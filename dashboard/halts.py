@@ -13,8 +13,8 @@ from dashboard.models import ControlAction, ControlAudit, KillSwitch
 from dashboard.selectors import account_scope
 from dashboard.services import _push_controls_on_commit
 from orders.models import Account
-from tradingsite.consumers import user_group
-from tradingsite.metrics import CONTROL_CHANGES
+from core.push_groups import user_group
+from dashboard.metrics import CONTROL_CHANGES
 
 SYSTEM_ACTOR = "reconciliation"
 

@@ -17,7 +17,7 @@ from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal, fixed_to_str
 from feeds.models import Instrument
 from orders.outcomes import outcome_event
-from tradingsite.selectors import component_health_effective
+from core.selectors import component_health_effective
 
 RECENT_ROWS = 25
 # Signals drawn on the charts when the page loads (dashboard.js keeps at most 200 per chart).

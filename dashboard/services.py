@@ -18,10 +18,10 @@ from django.db import transaction
 
 from dashboard.models import ControlAction, ControlAudit, KillSwitch
 from dashboard.selectors import GLOBAL_SCOPE, account_scope, accounts_for_user, trade_settings_for_user
-from feeds.distribution.price_publisher import MARKET_GROUP
+from core.push_groups import MARKET_GROUP
 from processor.models import Strategy
-from tradingsite.consumers import user_group
-from tradingsite.metrics import CONTROL_CHANGES
+from core.push_groups import user_group
+from dashboard.metrics import CONTROL_CHANGES
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import catalog_feeds
 from feeds.distribution.redispub.metadata import catalog_from_settings, metadata_drafts, metadata_ttl_ms, stored_metadata
 from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
-from tradingsite.health import Status
-from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from feeds.startup import FeedHubs
+from core.health import Status
+from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def service_options() -> ServiceOptions:
     )
 
 
-def redis_publisher_startup_tasks() -> list[StartupTask]:
+def redis_publisher_startup_tasks(feeds: FeedHubs) -> list[StartupTask]:
     """Return the task that starts publishing market data to Redis (when REDIS_URL is set)."""
 
     async def start(ctx: RuntimeContext) -> None:
@@ -57,7 +58,7 @@ def redis_publisher_startup_tasks() -> list[StartupTask]:
             log.info("redis-publisher: off (REDIS_URL is not set)")
             ctx.health.set(HEALTH_COMPONENT, Status.HEALTHY, "off: REDIS_URL is not set")
             return
-        names = [spec.name for spec in ctx.resources["feed_specs"]]
+        names = feeds.feed_names()
         try:
             catalog = catalog_from_settings(await database_sync_to_async(catalog_feeds)(names))
         except ValueError as exc:  # a malformed MARKET_DATA_CADENCE_S item
@@ -66,13 +67,12 @@ def redis_publisher_startup_tasks() -> list[StartupTask]:
         ctx.exit_stack.push_async_callback(redis.aclose)
         service = MarketDataService(redis, catalog, ctx.health, instance_id=ctx.instance_id, options=service_options())
         ctx.exit_stack.push_async_callback(service.aclose)
-        ctx.resources["redis_market_data"] = service
-        feed_gate: InstrumentMetadataGate | None = ctx.resources.get("metadata_gate")
+        feeds.redis_market_data.provide(service)
+        feed_gate: InstrumentMetadataGate | None = feeds.metadata_gate.get_or(None)
         if feed_gate is not None:
             feed_gate.add_listener(follow_feed_gate(service))
         await service.prepare()
-        fanout: FeedFanout = ctx.resources["fanout"]
-        queue = fanout.subscribe(FANOUT_CONSUMER)
+        queue = feeds.fanout.subscribe(FANOUT_CONSUMER)
         ctx.spawn("redis-publisher:publish", drain(FANOUT_CONSUMER, queue, service.bridge.consume))
         for name, work in service.background():
             ctx.spawn(name, work)

@@ -1,4 +1,8 @@
-"""The feed path's startup tasks (see tradingsite.runtime.core.Phase).
+"""The feed path's startup tasks (see core.runtime.core.Phase) and the hubs it hands on.
+
+FeedHubs is what the rest of the runtime takes from the feed path: the fan-out every
+consumer subscribes to (recorder, processor, paper broker, publishers, metrics), and
+what these tasks load at startup (feed specs, symbol names, the metadata gate).
 
 The metadata gate runs before any stream is built: an instrument whose metadata is not
 known is not subscribed (the feed's other instruments go on), and the feed's watcher
@@ -8,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
-from typing import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -30,8 +34,12 @@ from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.venues import get_venue
 from feeds.venues.base import ExchangeVenue, FeedSpec
-from tradingsite.health import Status
-from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from core.health import Status
+from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
+
+if TYPE_CHECKING:
+    from feeds.redispub.service import MarketDataService
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +48,36 @@ log = logging.getLogger(__name__)
 RECORDER_QUEUE_BATCHES = 20_000
 
 
+# (feed, venue symbol) -> our symbol, for the feeds this process runs.
+SymbolNames = dict[tuple[str, str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedHubs:
+    """What the feed path hands the rest of the runtime; each value written by one task here."""
+
+    fanout: FeedFanout = field(default_factory=FeedFanout)
+    specs: StartupValue[list[FeedSpec]] = field(default_factory=lambda: StartupValue("feed specs"))
+    symbols: StartupValue[SymbolNames] = field(default_factory=lambda: StartupValue("symbol names"))
+    # Made in phase 1, checked in SUBSCRIPTIONS: followers (the Redis publisher) attach between.
+    metadata_gate: StartupValue[InstrumentMetadataGate] = field(
+        default_factory=lambda: StartupValue("instrument metadata gate")
+    )
+    recorder: StartupValue[TickRecorder] = field(default_factory=lambda: StartupValue("tick recorder"))
+    redis_market_data: StartupValue[MarketDataService] = field(
+        default_factory=lambda: StartupValue("Redis market-data publisher")
+    )
+
+    def feed_names(self) -> list[str]:
+        """The names of the feeds this process runs (none before they are loaded)."""
+        return [spec.name for spec in self.specs.get_or([])]
+
+
 async def _record_hole(feed: str, symbol: str, start_ns: int, end_ns: int, reason: str) -> None:
     await database_sync_to_async(record_known_hole)(feed, symbol, start_ns, end_ns, reason)
 
 
-def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
+def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[StartupTask]:
     """Return the startup tasks that load the named feeds (all enabled when None) and stream them."""
 
     async def load_feeds(ctx: RuntimeContext) -> None:
@@ -52,35 +85,30 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             specs = await database_sync_to_async(selectors.feed_specs_for_run)(feed_names)
         except selectors.FeedSelectionError as exc:
             raise FatalError(str(exc)) from None
-        ctx.resources["feed_specs"] = specs
-        ctx.resources["fanout"] = FeedFanout()
-        # Made here, checked in the next phase: followers (the Redis publisher) attach first.
-        ctx.resources["metadata_gate"] = InstrumentMetadataGate(
+        hubs.specs.provide(specs)
+        hubs.metadata_gate.provide(InstrumentMetadataGate(
             ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S, retry_s=settings.MARKET_DATA_METADATA_RETRY_S,
-        )
+        ))
 
     async def open_metadata_gate(ctx: RuntimeContext) -> None:
-        gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
-        specs = [spec for spec in ctx.resources["feed_specs"] if spec.instruments]
+        gate = hubs.metadata_gate.get()
+        specs = [spec for spec in hubs.specs.get() if spec.instruments]
         # Concurrently: one venue's slow metadata endpoint must not hold the others back.
         await asyncio.gather(*(gate.check(spec, fetch=True) for spec in specs))
 
     async def load_instrument_names(ctx: RuntimeContext) -> None:
-        names = [spec.name for spec in ctx.resources["feed_specs"]]
-        ctx.resources["symbols"] = await database_sync_to_async(selectors.symbol_names)(names)
+        hubs.symbols.provide(await database_sync_to_async(selectors.symbol_names)(hubs.feed_names()))
 
     async def start_recorder(ctx: RuntimeContext) -> None:
         if not settings.RECORDER_ENABLED:
             return
-        names = [spec.name for spec in ctx.resources["feed_specs"]]
-        keys = await database_sync_to_async(tick_addresses)(names)
+        keys = await database_sync_to_async(tick_addresses)(hubs.feed_names())
         writer = await database_sync_to_async(pipelined_writer_for_database)()
         recorder = TickRecorder(
             writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
             capacity=settings.RECORDER_CAPACITY, health=ctx.health,
         )
-        fanout: FeedFanout = ctx.resources["fanout"]
-        queue = fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
+        queue = hubs.fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
 
         async def flush_on_shutdown() -> None:
             # Teardown cancelled the drain task: what is still queued is taken here.
@@ -89,18 +117,18 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
             await recorder.close()
 
         ctx.exit_stack.push_async_callback(flush_on_shutdown)
-        ctx.resources["recorder"] = recorder
+        hubs.recorder.provide(recorder)
         ctx.spawn("recorder:drain", drain("recorder", queue, recorder.consume))
         ctx.spawn("recorder:flush", recorder.run())
 
     async def start_data_flow(ctx: RuntimeContext) -> None:
-        specs: list[FeedSpec] = ctx.resources["feed_specs"]
-        fanout: FeedFanout = ctx.resources["fanout"]
+        specs = hubs.specs.get()
+        fanout = hubs.fanout
         limiters = RateLimiterRegistry(
             fraction=settings.FEED_RATE_LIMIT_FRACTION, max_wait_s=settings.FEED_RATE_LIMIT_MAX_WAIT_S
         )
         stream_settings = feed_stream_settings()
-        gate: InstrumentMetadataGate = ctx.resources["metadata_gate"]
+        gate = hubs.metadata_gate.get()
         # Streams started later (metadata arrived) get fresh numbers, so component names stay unique.
         stream_count: dict[str, int] = {}
         for spec in specs:
@@ -142,11 +170,10 @@ def feed_startup_tasks(feed_names: list[str] | None) -> list[StartupTask]:
                 )
 
     async def start_price_publisher(ctx: RuntimeContext) -> None:
-        fanout: FeedFanout = ctx.resources["fanout"]
         publisher = PricePublisher(
-            get_channel_layer(), ctx.resources["symbols"], interval_s=settings.DASHBOARD_PUSH_INTERVAL_S
+            get_channel_layer(), hubs.symbols.get(), interval_s=settings.DASHBOARD_PUSH_INTERVAL_S
         )
-        queue = fanout.subscribe("price-publisher")
+        queue = hubs.fanout.subscribe("price-publisher")
         ctx.spawn("price-publisher:fold", drain("price-publisher", queue, publisher.consume))
         ctx.spawn("price-publisher:push", publisher.run())
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from feeds.distribution.redispub import metadata
-from tradingsite.jobs import periodic_job
+from core.jobs import periodic_job
 
 
 @periodic_job("refresh-instrument-metadata")

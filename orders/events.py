@@ -21,11 +21,11 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from orders.db import CALLER_LOOP
-from tradingsite.consumers import user_group
+from core.push_groups import user_group
 
 log = logging.getLogger(__name__)
 
-# Relayed by tradingsite.consumers.DashboardConsumer.orders_trade.
+# Relayed by dashboard.consumers.DashboardConsumer.orders_trade.
 TRADE_EVENT = "orders.trade"
 
 Send = Callable[[], Awaitable[None]]

@@ -51,7 +51,7 @@ from orders.outcomes import signal_outcome_record
 from orders.plans import TradePlan, plans_for_signal, signal_key
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, Outcome
 from orders.plans import signal_key
 from processor.signals import Signal
-from tradingsite.consumers import user_group
+from core.push_groups import user_group
 
 log = logging.getLogger(__name__)
 
-# The browser sees this type unchanged (tradingsite.consumers relays unknown types as they are).
+# The browser sees this type unchanged (dashboard.consumers relays unknown types as they are).
 OUTCOME_EVENT = "signal.outcome"
 
 

@@ -1,4 +1,9 @@
-"""The orders app's startup tasks (see tradingsite.runtime.core.Phase).
+"""The orders app's startup tasks (see core.runtime.core.Phase) and the hubs it hands on.
+
+Orders takes the feed fan-out (the paper exchange matches on live ticks), the
+processor's signal hub (the trade executor trades its signals), recovery's token state
+(broker logins) and the kill switches the composition root injects (EntryControls:
+orders never imports the dashboard); it hands on OrdersHubs.
 
 SUBSCRIPTIONS: brokers are built and the restart rebuild runs: every account is
 reconciled against its broker (adopting orders placed before a crash, applying missed
@@ -12,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -20,10 +27,11 @@ from orders.audit import audit_record
 from orders.brokers.paper import PaperFees
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import COMPONENT as EXECUTOR_COMPONENT
-from orders.executor import ExecutorConfig, TradeExecutor, _never_halted
+from orders.executor import EntryGate, ExecutorConfig, TradeExecutor, _never_halted
 from orders.paper_matching import PaperMatcher
 from orders.reconciliation import ReconcileResult, ReconcileTracker
 from orders.services import (
+    EntriesHalt,
     broker_registry_from_settings,
     halt_reason,
     needs_operator,
@@ -31,16 +39,43 @@ from orders.services import (
     stop_leftovers,
     summarize,
 )
-from tradingsite.health import Status
-from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask
+from core.health import Status
+from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
+
+if TYPE_CHECKING:
+    from feeds.fanout import FeedFanout
+    from processor.signals import SignalHub
+    from recovery.coordinator import AuthState
 
 log = logging.getLogger(__name__)
 
-BROKERS_RESOURCE = "brokers"
 # Of the final pass's time, what is kept to count and report what is left.
 STOP_REPORT_RESERVE_S = 0.5
 RECONCILE_COMPONENT = "orders:reconciliation"
 PAPER_COMPONENT = "orders:paper-broker"
+
+
+@dataclass(frozen=True, slots=True)
+class EntryControls:
+    """The kill switches: consulted before every entry, engaged by reconciliation.
+
+    Injected by the composition root; without them entries are never halted and an
+    account reconciliation cannot vouch for is only reported.
+    """
+
+    entry_gate: EntryGate = _never_halted
+    entries_halt: EntriesHalt | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrdersHubs:
+    """What the orders app hands the rest of the runtime; each value written by one task here."""
+
+    brokers: StartupValue[BrokerRegistry] = field(default_factory=lambda: StartupValue("broker registry"))
+    paper_matcher: StartupValue[PaperMatcher] = field(default_factory=lambda: StartupValue("paper matcher"))
+    reconcile_tracker: ReconcileTracker = field(default_factory=ReconcileTracker)
+    trade_executor: StartupValue[TradeExecutor] = field(default_factory=lambda: StartupValue("trade executor"))
 
 
 def executor_config_from_settings() -> ExecutorConfig:
@@ -64,7 +99,10 @@ def rebuild_health(results: list[ReconcileResult], *, halting: bool) -> tuple[St
     return (Status.DEGRADED if degraded else Status.HEALTHY), text
 
 
-async def final_reconcile(ctx: RuntimeContext, registry: BrokerRegistry, matcher: PaperMatcher, timeout_s: float) -> None:
+async def final_reconcile(
+    ctx: RuntimeContext, registry: BrokerRegistry, matcher: PaperMatcher, timeout_s: float, *,
+    tracker: ReconcileTracker | None = None, halt_entries: EntriesHalt | None = None,
+) -> None:
     """The clean stop's last pass: book every fill the broker matched, resolve every pending intent.
 
     The paper exchange stops matching first, so the book read is the one the site
@@ -79,8 +117,8 @@ async def final_reconcile(ctx: RuntimeContext, registry: BrokerRegistry, matcher
         results = await asyncio.wait_for(
             reconcile_all(
                 registry=registry,
-                tracker=ctx.resources.get("reconcile_tracker"),
-                halt_entries=ctx.resources.get("entries_halt"),
+                tracker=tracker,
+                halt_entries=halt_entries,
                 lease_wait_s=max(min(settings.ORDERS_LOCK_TTL_S, (deadline - loop.time()) / 2), 0.0),
             ),
             max(deadline - loop.time() - STOP_REPORT_RESERVE_S, 0.01),
@@ -97,19 +135,27 @@ async def final_reconcile(ctx: RuntimeContext, registry: BrokerRegistry, matcher
     ctx.health.set(RECONCILE_COMPONENT, Status.DEGRADED if left.anything else Status.HEALTHY, text)
 
 
-def orders_startup_tasks() -> list[StartupTask]:
+def orders_startup_tasks(
+    hubs: OrdersHubs,
+    *,
+    fanout: FeedFanout | None = None,
+    signals: SignalHub | None = None,
+    auth_state: StartupValue[AuthState] | None = None,
+    controls: EntryControls | None = None,
+) -> list[StartupTask]:
+    controls = controls or EntryControls()
+
     async def rebuild(ctx: RuntimeContext) -> None:
         matcher = PaperMatcher(
             fees=PaperFees(taker_bps=settings.ORDERS_PAPER_TAKER_FEE_BPS, maker_bps=settings.ORDERS_PAPER_MAKER_FEE_BPS)
         )
-        registry = broker_registry_from_settings(auth_state=ctx.resources.get("auth_state"))
+        registry = broker_registry_from_settings(auth_state=auth_state.get_or(None) if auth_state else None)
         registry.on_paper_place = matcher.order_placed
-        ctx.resources[BROKERS_RESOURCE] = registry
-        ctx.resources["paper_matcher"] = matcher
+        hubs.brokers.provide(registry)
+        hubs.paper_matcher.provide(matcher)
         ctx.exit_stack.push_async_callback(registry.close)
-        tracker = ReconcileTracker()
-        ctx.resources["reconcile_tracker"] = tracker
-        halt_entries = ctx.resources.get("entries_halt")
+        tracker = hubs.reconcile_tracker
+        halt_entries = controls.entries_halt
         # Trading starts only after this returns: the pass waits for leases a killed
         # process left (until they expire), and every account it cannot vouch for has
         # its entries halted until a person releases them.
@@ -123,31 +169,32 @@ def orders_startup_tasks() -> list[StartupTask]:
         ctx.health.set(RECONCILE_COMPONENT, *rebuild_health(results, halting=halt_entries is not None))
         # Registered here, before the executor's drain hook: hooks run last registered
         # first, so this pass books what the drained executor and the broker left.
-        ctx.on_stop("orders-final-reconcile", lambda timeout_s: final_reconcile(ctx, registry, matcher, timeout_s))
+        ctx.on_stop(
+            "orders-final-reconcile",
+            lambda timeout_s: final_reconcile(
+                ctx, registry, matcher, timeout_s, tracker=tracker, halt_entries=halt_entries
+            ),
+        )
 
     async def start_trading(ctx: RuntimeContext) -> None:
-        registry = ctx.resources[BROKERS_RESOURCE]
-        fanout = ctx.resources.get("fanout")
+        registry = hubs.brokers.get()
         if fanout is not None:
             from feeds.distribution.fanout import drain
 
             name = "paper-broker"
-            ctx.spawn(name, drain(name, fanout.subscribe(name), ctx.resources["paper_matcher"].consume))
+            ctx.spawn(name, drain(name, fanout.subscribe(name), hubs.paper_matcher.get().consume))
             ctx.health.set(PAPER_COMPONENT, Status.HEALTHY, "matching paper orders on live ticks")
-        hub = ctx.resources.get("signals")
-        if hub is None:
+        if signals is None:
             ctx.health.set(EXECUTOR_COMPONENT, Status.DEGRADED, "no signal hub in this process: not trading")
             return
-        from dataclasses import replace
-
         executor = TradeExecutor(
             broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
             config=replace(executor_config_from_settings(), reversal_wait_s=settings.ORDERS_REVERSAL_WAIT_S),
             health=ctx.health,
-            entry_gate=ctx.resources.get("entry_gate", _never_halted),
+            entry_gate=controls.entry_gate,
         )
-        ctx.resources["trade_executor"] = executor
-        ctx.spawn("trade-executor", executor.run(hub.subscribe("trade-executor")))
+        hubs.trade_executor.provide(executor)
+        ctx.spawn("trade-executor", executor.run(signals.subscribe("trade-executor")))
 
         async def stop_trading(timeout_s: float) -> None:
             # Registered after the brokers and the paper matcher, so it runs before their
@@ -160,6 +207,3 @@ def orders_startup_tasks() -> list[StartupTask]:
         StartupTask("orders-restart-rebuild", Phase.SUBSCRIPTIONS, rebuild),
         StartupTask("start-trading", Phase.DATA_FLOW, start_trading),
     ]
-
-
-

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from orders import services
-from tradingsite.jobs import periodic_job
+from core.jobs import periodic_job
 
 
 @periodic_job("orders-reconcile")

@@ -9,7 +9,7 @@ from django.db import models
 
 from feeds.market import fixed_to_decimal
 from processor.strategies import clean_params, kind_choices
-from tradingsite.fixed_point_field import FixedPointField
+from core.fixed_point_field import FixedPointField
 
 
 class Strategy(models.Model):

@@ -38,13 +38,16 @@ from processor.routing import Active, Degraded, RoutingSnapshot, Stopping, Strat
 from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
 from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
-from tradingsite.runtime.core import FatalError
+from core.runtime.core import FatalError
 
 log = logging.getLogger(__name__)
 
 # A feed batch is routed in slices of at most this many ticks, yielding between
 # slices, so one large batch (a gap recovery) cannot fill a 1024-tick mailbox by itself.
 MAX_SLICE_TICKS = 256
+
+# The name each route state is counted under (route_state_counts).
+ROUTE_STATE_NAMES: dict[type, str] = {Active: "active", Stopping: "stopping", Degraded: "degraded"}
 
 Spawn = Callable[[str, Coroutine[Any, Any, None]], "asyncio.Task[None]"]
 LoadDesired = Callable[[], Awaitable[Sequence[StrategySpec]]]
@@ -124,6 +127,13 @@ class Processor:
             route.executor.backlog() for route in self.snapshot.routes_by_strategy.values()
             if not isinstance(route.state, Degraded)
         )
+
+    def route_state_counts(self) -> dict[str, int]:
+        """How many routes are in each state: {"active": n, "stopping": n, "degraded": n}."""
+        counts = dict.fromkeys(ROUTE_STATE_NAMES.values(), 0)
+        for route in self.snapshot.routes_by_strategy.values():
+            counts[ROUTE_STATE_NAMES[type(route.state)]] += 1
+        return counts
 
     async def drained(self) -> None:
         """Return once every queued tick has been folded (backtests and tests)."""

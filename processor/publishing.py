@@ -14,7 +14,7 @@ import time
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from feeds.market import fixed_to_str
-from feeds.distribution.price_publisher import MARKET_GROUP
+from core.push_groups import MARKET_GROUP
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.signals import Signal, SignalHub
 from processor.strategies import output_json_values

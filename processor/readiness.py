@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Iterable, Mapping
 
 from processor.routing import Degraded, StrategyRoute, Stopping
-from tradingsite.health import Status
+from core.health import Status
 
 
 class ProcessorHealth(StrEnum):

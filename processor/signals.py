@@ -1,7 +1,7 @@
 """Signals: what a strategy wants done, and where their consumers subscribe.
 
 The orders app imports `Signal` and `SignalKind` from here and subscribes to a
-`SignalHub` (ctx.resources["signals"]) for the live stream. Prices are fixed point
+`SignalHub` (ProcessorHubs.signals) for the live stream. Prices are fixed point
 (feeds.market.SCALE_DIGITS); `ts_`/`_ns` fields are integer UTC nanoseconds.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 from feeds.distribution.hub import FailFast, Hub
 from feeds.market import fixed_to_decimal
 from processor.metrics import SIGNAL_QUEUE_DEPTH
-from tradingsite.health import Status
-from tradingsite.runtime.core import FatalError
+from core.health import Status
+from core.runtime.core import FatalError
 
 
 # A subscriber this far behind shows DEGRADED; this far behind stops the process.

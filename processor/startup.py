@@ -1,15 +1,17 @@
-"""The processor's startup tasks (see tradingsite.runtime.core.Phase).
+"""The processor's startup tasks (see core.runtime.core.Phase) and the hubs it hands on.
 
-ADD_FEEDS_AND_STRATEGIES: the signal hub exists (the trade executor subscribes to
-ctx.resources["signals"]; its backlog is watched) and the strategy table is checked
-once. DATA_FLOW: the processor subscribes to the feed fan-out (batches it sheds go to
-`Processor.shed`) and starts its core jobs; its executions ask
-ctx.resources["held_position"] (wired by the composition root from the orders ledger,
-read after the restart rebuild) which position each strategy already holds.
+The processor takes the feed path's hubs (FeedHubs: the fan-out, feed specs, symbol
+names) and hands on ProcessorHubs, whose signal hub the trade executor subscribes to.
+ADD_FEEDS_AND_STRATEGIES: the signal hub's backlog is watched and the strategy table
+is checked once. DATA_FLOW: the processor subscribes to the feed fan-out (batches it
+sheds go to `Processor.shed`) and starts its core jobs; its executions ask the
+`held_position` lookup (wired by the composition root from the orders ledger, read
+after the restart rebuild) which position each strategy already holds.
 DATA_BRIDGE: outputs and signals start flowing to browsers and the store.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from channels.db import database_sync_to_async
@@ -20,15 +22,17 @@ from feeds.recording.tick_history import arecorded_ticks
 from feeds.market import MarketData
 from feeds.recording.tick_selectors import InstrumentNotFound
 from processor import selectors, services
-from processor.held import nothing_held
+from processor.held import HeldPositionLookup, nothing_held
 from processor.backfill_source import HistoricalTickProvider
 from processor.processor import Processor
 from processor.publishing import LiveStrategyEvents
 from processor.readiness import Readiness
 from processor.specs import StrategySpec
 from processor.signals import SignalHub
-from tradingsite.health import Status
-from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask
+from core.health import Status
+from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
+from feeds.startup import FeedHubs
 
 STRATEGIES_COMPONENT = "processor:strategies"
 PROCESSOR_COMPONENT = "processor"
@@ -58,10 +62,22 @@ def _report_rejected(ctx: RuntimeContext, rejected: dict[str, str]) -> None:
         ctx.health.set(STRATEGIES_COMPONENT, Status.HEALTHY, "every enabled strategy is valid")
 
 
-def processor_startup_tasks() -> list[StartupTask]:
+@dataclass(frozen=True, slots=True)
+class ProcessorHubs:
+    """What the processor hands the rest of the runtime; each value written by one task here."""
+
+    signals: SignalHub = field(default_factory=SignalHub)
+    processor: StartupValue[Processor] = field(default_factory=lambda: StartupValue("processor"))
+    strategy_events: StartupValue[LiveStrategyEvents] = field(
+        default_factory=lambda: StartupValue("strategy events")
+    )
+
+
+def processor_startup_tasks(
+    feeds: FeedHubs, hubs: ProcessorHubs, *, held_position: HeldPositionLookup = nothing_held
+) -> list[StartupTask]:
     async def load_strategies(ctx: RuntimeContext) -> None:
-        hub = SignalHub()
-        ctx.resources["signals"] = hub
+        hub = hubs.signals
         # The signal queues' depth on health and metrics; past the hard limit this job
         # raises FatalError, which stops the runtime non-zero with the reason.
         ctx.spawn(
@@ -73,17 +89,17 @@ def processor_startup_tasks() -> list[StartupTask]:
         ctx.health.set(PROCESSOR_COMPONENT, Status.BLOCKED, "not started")
 
     async def start_processor(ctx: RuntimeContext) -> None:
-        feed_names = [spec.name for spec in ctx.resources.get("feed_specs", ())]
+        feed_names = feeds.feed_names()
         events = LiveStrategyEvents(
-            hub=ctx.resources["signals"],
+            hub=hubs.signals,
             layer=get_channel_layer(),
             persist=database_sync_to_async(services.strategy_events_persist),
-            symbols=ctx.resources.get("symbols"),
+            symbols=feeds.symbols.get_or(None),
             push_interval_s=settings.DASHBOARD_PUSH_INTERVAL_S,
             signal_flush_interval_s=settings.PROCESSOR_SIGNAL_FLUSH_INTERVAL_S,
             output_persist_interval_s=settings.PROCESSOR_OUTPUT_PERSIST_INTERVAL_S,
         )
-        ctx.resources["strategy_events"] = events
+        hubs.strategy_events.provide(events)
 
         async def load_desired() -> tuple[StrategySpec, ...]:
             desired = await database_sync_to_async(selectors.desired_strategies)(feed_names)
@@ -93,22 +109,21 @@ def processor_startup_tasks() -> list[StartupTask]:
         def report(readiness: Readiness) -> None:
             ctx.health.set(PROCESSOR_COMPONENT, readiness.health.board_status, readiness.reason)
 
-        held = ctx.resources.get("held_position")
         processor = Processor(
             sink=events,
-            held_position=database_sync_to_async(held) if held is not None else nothing_held,
+            held_position=held_position,
             history=history_provider(),
             load_desired=load_desired,
             reconcile_interval_s=settings.PROCESSOR_RECONCILE_INTERVAL_S,
             backfill_default_ns=int(settings.PROCESSOR_BACKFILL_S * 1e9),
             on_readiness=report,
         )
-        ctx.resources["processor"] = processor
-        feed = ctx.resources["fanout"].subscribe("processor", on_overflow=processor.shed)
+        hubs.processor.provide(processor)
+        feed = feeds.fanout.subscribe("processor", on_overflow=processor.shed)
         processor.start(spawn=ctx.spawn, feed=feed)
 
     async def start_strategy_publishing(ctx: RuntimeContext) -> None:
-        events: LiveStrategyEvents = ctx.resources["strategy_events"]
+        events = hubs.strategy_events.get()
         ctx.spawn("processor:push", events.run_push())
         ctx.spawn("processor:store", events.run_store())
         # Runs after the tasks are cancelled: the last signals and outputs are stored.

@@ -20,7 +20,7 @@ from recovery.prompts import prompt_clear_logical, prompt_publish_recoverable, p
 from recovery.provisioned import ProvisionedTokenManager
 from recovery.services import login_prompt_message
 from recovery.tokens import NOT_LOADED, TokenKey, TokenState, TokenStatus
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

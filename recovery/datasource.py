@@ -1,7 +1,7 @@
 """What recovery asks of a datasource (a feed, a broker client), and its token health helper.
 
-Feeds and orders implement ResumableDataSource and register it with the AuthState
-(`ctx.resources["auth_state"].register_datasource(key, datasource)`) during startup; the
+Feeds and orders implement ResumableDataSource and register it with the AuthState that
+recovery provides at startup (`auth_state.register_datasource(key, datasource)`); the
 coordinator calls `resume_if_stopped()` when that token becomes VALID again.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from recovery.tokens import AccessToken, TokenKey, TokenStatus, TokenUnavailable
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 
 @runtime_checkable

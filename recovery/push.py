@@ -8,18 +8,16 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from core.push_groups import user_group
+
 log = logging.getLogger(__name__)
 
-# The group message type; tradingsite.consumers.DashboardConsumer relays it to browsers as "prompt".
+# The group message type; dashboard.consumers.DashboardConsumer relays it to browsers as "prompt".
 PROMPT_EVENT = "recovery.prompt"
 
 
 def push_prompt_event_rollback_unsafe(user_ids: Iterable[int], event: dict[str, Any]) -> None:
     """Send `event` to each user's group now; a failure is logged, the prompt stays in the database."""
-    # Imported here: the consumer module pulls in the dashboard and feed apps, which
-    # recovery must not depend on at import time (it is imported by them).
-    from tradingsite.consumers import user_group
-
     layer = get_channel_layer()
     if layer is None:
         return

@@ -1,7 +1,8 @@
-"""Recovery's startup tasks (see tradingsite.runtime.core.Phase).
+"""Recovery's startup tasks (see core.runtime.core.Phase).
 
-Phase 1 loads token state, so datasources built in DATA_FLOW can take their token
-sources from `ctx.resources["auth_state"]` and register for resume. Phase AUTH_STATE
+Phase 1 loads token state and provides it (the `auth_state` startup value the
+composition root hands here and to the feeds and brokers), so datasources built in
+DATA_FLOW can take their token sources from it and register for resume. Phase AUTH_STATE
 starts following the tokens: OAuth state polls and
 expiry timers, provisioned-file polls, and the coordinator.
 """
@@ -20,9 +21,8 @@ from recovery.oauth_manager import OAuthTokenManager
 from recovery.provisioned import ProvisionedTokenManager, provisioned_token_path
 from recovery.services import token_record_provisioned, token_reset_if_config_changed
 from recovery.tokens import TokenKey, TokenKind, TokenStatus
-from tradingsite.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
-
-AUTH_STATE_RESOURCE = "auth_state"
+from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
 
 
 def provisioned_keys(names: list[str]) -> list[TokenKey]:
@@ -71,10 +71,10 @@ def build_auth_state(*, clock: Clock) -> AuthState:
     return auth_state
 
 
-def recovery_startup_tasks() -> list[StartupTask]:
+def recovery_startup_tasks(auth_state_value: StartupValue[AuthState]) -> list[StartupTask]:
     async def load_token_state(ctx: RuntimeContext) -> None:
         auth_state = build_auth_state(clock=current_clock())
-        ctx.resources[AUTH_STATE_RESOURCE] = auth_state
+        auth_state_value.provide(auth_state)
         for exchange in oauth_exchanges():
             await database_sync_to_async(token_reset_if_config_changed)(
                 key=TokenKey(exchange.broker, TokenKind.OAUTH), config_fingerprint=exchange.config_fingerprint
@@ -86,7 +86,7 @@ def recovery_startup_tasks() -> list[StartupTask]:
             await provisioned.start()
 
     async def start_auth_state(ctx: RuntimeContext) -> None:
-        auth_state: AuthState = ctx.resources[AUTH_STATE_RESOURCE]
+        auth_state = auth_state_value.get()
         for oauth in auth_state.oauth.values():
             ctx.spawn(f"token:{oauth.key}", oauth.run())
         ctx.spawn("auth-state-coordinator", AuthStateCoordinator(auth_state, ctx.health).run())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from recovery.clock import current_clock
 from recovery.services import token_expire_due
-from tradingsite.jobs import periodic_job
+from core.jobs import periodic_job
 
 
 @periodic_job("recovery-token-expiry")

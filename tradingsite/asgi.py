@@ -13,7 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from tradingsite.consumers import DashboardConsumer  # noqa: E402
+from dashboard.consumers import DashboardConsumer  # noqa: E402
 
 websocket_urlpatterns = [path("ws/dashboard/", DashboardConsumer.as_asgi())]
 

@@ -16,6 +16,7 @@ app.autodiscover_tasks()
 @app.on_after_configure.connect  # type: ignore[untyped-decorator]  # celery ships no types
 def _install_beat_schedule(sender: Celery, **kwargs: Any) -> None:
     # Settings are readable only once configured, never at import time.
-    from tradingsite.schedule import beat_schedule
+    from core.schedule import beat_schedule
+    from tradingsite.schedule import PERIODIC_JOBS
 
-    sender.conf.beat_schedule = beat_schedule()
+    sender.conf.beat_schedule = beat_schedule(PERIODIC_JOBS)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from core import services as health_services
+from core.jobs import periodic_job
 from tradingsite import services
-from tradingsite.jobs import periodic_job
 
 
 @periodic_job("clear-expired-sessions")
@@ -14,4 +15,4 @@ def clear_expired_sessions() -> int:
 
 @periodic_job("prune-component-health")
 def prune_component_health() -> int:
-    return services.component_health_prune(older_than=timedelta(hours=1))
+    return health_services.component_health_prune(older_than=timedelta(hours=1))

@@ -6,14 +6,14 @@ import hmac
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_not_required
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 
-from tradingsite.health_report import build_report
-from tradingsite.selectors import component_health_effective
+from core.health_report import build_report
+from core.readiness import database_reachable
+from core.selectors import component_health_effective
 
 
 @login_not_required
@@ -23,20 +23,11 @@ def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok\n", content_type="text/plain")
 
 
-def _database_ok() -> tuple[bool, str]:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        return True, "reachable"
-    except Exception as exc:  # any driver error means "not reachable"
-        return False, f"unreachable: {exc.__class__.__name__}"
-
-
 @login_not_required
 @require_GET
 @never_cache
 def readyz(request: HttpRequest) -> HttpResponse:
-    ok, db_reason = _database_ok()
+    ok, db_reason = database_reachable()
     lines = [f"database: {'HEALTHY' if ok else 'BLOCKED'} {db_reason}"]
     if ok:
         for view in component_health_effective():
@@ -50,8 +41,8 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @require_GET
 @never_cache
 def internal_health(request: HttpRequest) -> JsonResponse:
-    """Components plus the loop, lock and reconciliation fields (tradingsite.health_report)."""
-    db_ok, db_reason = _database_ok()
+    """Components plus the loop, lock and reconciliation fields (core.health_report)."""
+    db_ok, db_reason = database_reachable()
     components = component_health_effective() if db_ok else []
     return JsonResponse(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
 

@@ -32,7 +32,7 @@ from feeds.distribution.redispub.metadata import (
     FETCH_FAILURES, fetch_listing, listing_apply, listing_failed, metadata_max_age_s, venue_lists_metadata,
 )
 from feeds.venues.base import FeedSpec, InstrumentMeta
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,10 @@ from typing import Any, Callable, Mapping
 
 from channels.layers import BaseChannelLayer
 
+from core.push_groups import MARKET_GROUP
 from feeds.market import FeedData, MarketData, fixed_to_str
 
 log = logging.getLogger(__name__)
-
-MARKET_GROUP = "market"
 
 
 @dataclass

@@ -25,7 +25,7 @@ from feeds.recording.tick_refusals import Refusal
 from feeds.recording.tick_address import TickAddress
 from feeds.recording.tick_rows import CheckpointRow, TickRow
 from feeds.recording.tick_writer import PipelinedWriter, RunSync, TickWriter, as_pipelined, run_in_db_thread
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ ROW_ERRORS: tuple[type[Exception], ...] = (
 TICK_COLUMNS = (
     "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side",
 )
-# price and volume are numeric(38,0) (tradingsite.fixed_point_field); binary COPY needs
+# price and volume are numeric(38,0) (core.fixed_point_field); binary COPY needs
 # each column's own type, and psycopg writes a Python int as binary numeric.
 COPY_TYPES = ["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"]
 

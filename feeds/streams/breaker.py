@@ -11,7 +11,7 @@ import time
 from enum import Enum
 from typing import Callable
 
-from tradingsite.health import Status
+from core.health import Status
 
 
 class BreakerState(Enum):

@@ -23,7 +23,7 @@ from feeds.streams.supervised_stream import HoleSink, StreamPolicy, SupervisedSt
 from feeds.streams.transport import TransportSettings, WebSocketConnection, dial
 from feeds.venues.base import Endpoint, ExchangeVenue, FeedSpec, TradeHistoryVenue
 from feeds.streams.window_planner import DEFAULT_MAX_WINDOW_MS
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from feeds.streams.socket_session import SocketSession
 from feeds.streams.stream_composition import build_trade_stream_runtime
 from feeds.streams.supervised_stream import SourceEnded, StreamPolicy, SupervisedStream
 from feeds.venues.base import Endpoint, FeedSpec, FrameSource, LocalVenue, RecordedTicks, WireMessage
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 LOCAL_LABEL = "source"
 LOCAL_POLICY = StreamPolicy(heartbeat_timeout_s=math.inf, max_connection_age_s=None)

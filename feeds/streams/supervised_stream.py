@@ -42,7 +42,7 @@ from feeds.streams.supervisor import SupervisorState
 from feeds.streams.transport import WebSocketConnection
 from feeds.venues.base import ParseError, StreamState, Venue
 from feeds.venues.construct import make_trade
-from tradingsite.health import HealthBoard, Status, worst
+from core.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
 

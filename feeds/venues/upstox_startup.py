@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
+from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
+from feeds.startup import FeedHubs
 from feeds.venues import upstox
-from tradingsite.runtime.core import Phase, RuntimeContext, StartupTask
+
+if TYPE_CHECKING:
+    from recovery.coordinator import AuthState
 
 log = logging.getLogger(__name__)
 
 
-def upstox_token_startup_tasks() -> list[StartupTask]:
+def upstox_token_startup_tasks(feeds: FeedHubs, auth_state: StartupValue[AuthState]) -> list[StartupTask]:
     """Return the task that hands the analytics token source to the upstox venue.
 
     It runs after recovery loaded token state (phase 1) and before streams start
@@ -18,16 +24,16 @@ def upstox_token_startup_tasks() -> list[StartupTask]:
     """
 
     async def use_analytics_token(ctx: RuntimeContext) -> None:
-        auth_state = ctx.resources.get("auth_state")
-        if auth_state is None:
+        tokens = auth_state.get_or(None)
+        if tokens is None:
             return
         from recovery.tokens import TokenKey, TokenKind
 
         try:
-            source = auth_state.token_source(TokenKey("upstox", TokenKind.ANALYTICS))
+            source = tokens.token_source(TokenKey("upstox", TokenKind.ANALYTICS))
         except KeyError:
             # Worth a word only to a process that runs an upstox feed.
-            if any(spec.venue == upstox.NAME for spec in ctx.resources.get("feed_specs", ())):
+            if any(spec.venue == upstox.NAME for spec in feeds.specs.get_or([])):
                 log.warning("feed upstox: no analytics token configured; upstox feeds cannot dial")
             return
         upstox.VENUE.use_token_source(source)

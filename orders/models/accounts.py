@@ -9,7 +9,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from orders.brokers.kinds import PAPER, broker_choices
-from tradingsite.fixed_point_field import stored_exactly
+from core.fixed_point_field import stored_exactly
 
 
 class TradeMode(models.TextChoices):

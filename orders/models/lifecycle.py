@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from feeds.market import fixed_to_decimal
-from tradingsite.fixed_point_field import FixedPointField
+from core.fixed_point_field import FixedPointField
 
 
 class OrderSide(models.TextChoices):

@@ -11,7 +11,7 @@ from django.db import models
 
 from django.db.models import Q
 
-from tradingsite.fixed_point_field import FixedPointField
+from core.fixed_point_field import FixedPointField
 
 
 class PaperOrder(models.Model):

@@ -14,11 +14,12 @@ from django.utils import timezone
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
+from core import metrics as core_metrics
+from core.health import HealthBoard, Status
+from core.health_report import build_report
+from core.jobs import periodic_job
+from core.selectors import ComponentView
 from tradingsite import metrics
-from tradingsite.health import HealthBoard, Status
-from tradingsite.health_report import build_report
-from tradingsite.jobs import periodic_job
-from tradingsite.selectors import ComponentView
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +70,7 @@ def test_a_periodic_job_records_its_duration_and_last_run() -> None:
     from tradingsite.schedule import PERIODIC_JOBS
 
     name = PERIODIC_JOBS[0].name
-    count_before = sum(s.value for s in metrics.JOB_DURATION.collect()[0].samples
+    count_before = sum(s.value for s in core_metrics.JOB_DURATION.collect()[0].samples
                        if s.name.endswith("_count") and s.labels["job"] == name)
 
     @periodic_job(name)
@@ -77,9 +78,9 @@ def test_a_periodic_job_records_its_duration_and_last_run() -> None:
         return "done"
 
     job()
-    samples = metrics.JOB_DURATION.collect()[0].samples
+    samples = core_metrics.JOB_DURATION.collect()[0].samples
     assert sum(s.value for s in samples if s.name.endswith("_count") and s.labels["job"] == name) == count_before + 1
-    last_run = metrics.JOB_LAST_RUN.labels(name, "ok")._value.get()
+    last_run = core_metrics.JOB_LAST_RUN.labels(name, "ok")._value.get()
     assert abs(last_run - timezone.now().timestamp()) < 60
 
 
@@ -87,7 +88,10 @@ def test_processes_sharing_a_multiprocess_dir_add_up_on_the_web_endpoint(tmp_pat
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "METRICS_TOKEN": "scrape-me",
            "DJANGO_SETTINGS_MODULE": "tradingsite.settings", "VAR_DIR": str(tmp_path / "var")}
     env.pop("DATABASE_URL", None)
-    bump = "from tradingsite import metrics; metrics.FEED_RECONNECTS.labels('feed:mp/trades').inc(); metrics.WS_CONNECTIONS.inc()"
+    bump = (
+        "from tradingsite import metrics; from dashboard.metrics import WS_CONNECTIONS; "
+        "metrics.FEED_RECONNECTS.labels('feed:mp/trades').inc(); WS_CONNECTIONS.inc()"
+    )
     for _ in range(2):  # two runtime processes, each its own pid
         subprocess.run([sys.executable, "-c", bump], cwd=ROOT, env=env, check=True, timeout=60)
     scrape = (

@@ -11,13 +11,13 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from feeds.distribution.price_publisher import MARKET_GROUP
+from core.push_groups import MARKET_GROUP, user_group
 from orders.models import Account, TradeSetting
 from processor.models import Strategy
 from processor.signals import Signal, SignalKind
 from tests.orders.factories import make_signal, make_strategy
 from tradingsite.asgi import application
-from tradingsite.consumers import CLOSE_STALLED, DashboardConsumer, user_group
+from dashboard.consumers import CLOSE_STALLED, DashboardConsumer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")

@@ -16,7 +16,7 @@ from feeds.streams.transport import TransportSettings
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tests.fakes.binance_usdm import FakeBinanceUsdm
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 FAST_POLICY = StreamPolicy(
     heartbeat_timeout_s=0.5, scheduler_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05,

@@ -10,7 +10,7 @@ from feeds.models import Feed, Instrument, Subscription
 from feeds.selectors import feed_specs_for_run
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec, InstrumentSpec
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 
 class RecordingVenue:

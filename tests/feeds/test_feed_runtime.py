@@ -7,13 +7,13 @@ import pytest
 from channels.db import database_sync_to_async
 
 from feeds.models import KnownHole, StreamCheckpoint, Tick
-from feeds.startup import feed_startup_tasks
+from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
-from tradingsite.health import Status
-from tradingsite.runtime.core import Runtime
+from core.health import Status
+from core.runtime.core import Runtime
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -49,7 +49,7 @@ async def test_a_restarted_feed_process_recovers_the_trades_executed_while_it_wa
         )
         count = database_sync_to_async(Tick.objects.count)
 
-        first = Runtime(feed_startup_tasks(["bin"]))
+        first = Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))
 
         async def first_batch_recorded() -> bool:
             if venue.stats.subscribe_messages and not venue.executed:
@@ -62,7 +62,7 @@ async def test_a_restarted_feed_process_recovers_the_trades_executed_while_it_wa
         assert checkpoints == set(SYMBOLS)
 
         venue.release(1500)  # while no process runs
-        second = Runtime(feed_startup_tasks(["bin"]))
+        second = Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))
 
         async def everything_recorded() -> bool:
             if venue.stats.subscribe_messages >= 2 and len(venue.executed) == 2500:
@@ -91,7 +91,7 @@ async def test_a_gap_older_than_the_venue_retention_is_recorded_as_a_known_hole_
             )
 
         await database_sync_to_async(old_checkpoint)()
-        runtime = Runtime(feed_startup_tasks(["bin"]))
+        runtime = Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))
         holes = database_sync_to_async(lambda: list(KnownHole.objects.values_list("venue_symbol", "start_ns", "end_ns")))
 
         async def hole_recorded_and_streaming() -> bool:

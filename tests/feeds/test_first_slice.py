@@ -10,7 +10,7 @@ from feeds.streams.local_streams import build_local_stream
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.simulated import VENUE, SimulatedMarket
 from tests.feeds.doubles import deliver_burst
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 SPECS = (InstrumentSpec("BTC-USD", "0.1", "0.001"), InstrumentSpec("DOGE-USD", "0.00001", "10"))
 

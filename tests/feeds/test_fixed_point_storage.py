@@ -18,8 +18,8 @@ from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter
 from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
-from tradingsite.fixed_point_field import FixedPointRangeError, max_abs_for
-from tradingsite.fixed_point_rescale import RescaleRefused
+from core.fixed_point_field import FixedPointRangeError, max_abs_for
+from core.fixed_point_rescale import RescaleRefused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 from feeds.market import parse_fixed
 from feeds.models import Feed, Instrument, Tick
 from feeds.distribution.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
-from feeds.startup import feed_startup_tasks
+from feeds.startup import FeedHubs, feed_startup_tasks
 from orders.plans import TradePlan, plans_for_signal
 from processor.signals import SignalKind
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
@@ -28,8 +28,8 @@ from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import fast_runtime_streams
 from tests.helpers import async_eventually
 from tests.orders.factories import make_instrument, make_setup, make_signal
-from tradingsite.health import Health, Status
-from tradingsite.runtime.core import Runtime
+from core.health import Health, Status
+from core.runtime.core import Runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -100,7 +100,7 @@ async def test_an_instrument_the_venue_does_not_list_is_not_subscribed_and_the_r
     async with FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}
         await database_sync_to_async(_binance_feed)(venue)
-        async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+        async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
             await async_eventually(lambda: _any(venue.stats.subscribe_messages or venue.open_connections))
             venue.release(400)
             await async_eventually(lambda: _count_above(_ticks_of, "BTCUSDT", 0), timeout_s=10)
@@ -120,7 +120,7 @@ async def test_with_the_metadata_endpoint_down_no_socket_is_dialled_until_the_me
     async with FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue:
         venue.metadata_down()
         await database_sync_to_async(_binance_feed)(venue)
-        async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+        async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
             # The watcher has asked the venue again a few times, and still nothing is dialled.
             requests = venue.stats.exchange_info_requests
             await async_eventually(lambda: _any(venue.stats.exchange_info_requests >= requests + 3))
@@ -149,7 +149,7 @@ async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribe
     async with FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue, FakeBinanceUsdm(make_tape(1, SYMBOLS)) as rest_elsewhere:
         venue.listed, rest_elsewhere.listed = {"BTCUSDT"}, set(SYMBOLS)
         await database_sync_to_async(_binance_feed)(venue)
-        async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+        async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
             await async_eventually(lambda: _any(venue.subscribed_streams() == {"btcusdt@aggTrade"}))
             [plan] = await database_sync_to_async(_plans)("ETHUSDT")
             assert plan.metadata_missing == "ETHUSDT metadata not known: not listed by binance-usdm"
@@ -178,7 +178,7 @@ async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribe
 async def test_the_hourly_refresh_holds_an_instrument_the_venue_stops_listing(fast_gate) -> None:  # type: ignore[no-untyped-def]
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
         await database_sync_to_async(_binance_feed)(venue)
-        async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+        async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
             await async_eventually(lambda: _any(_gate_health(runtime).status is Status.HEALTHY))
             [plan] = await database_sync_to_async(_plans)("ETHUSDT")
             assert plan.metadata_missing is None
@@ -206,7 +206,7 @@ async def test_stored_metadata_still_fresh_lets_the_feed_start_while_the_venue_l
 
         # BTCUSDT was confirmed a minute ago; ETHUSDT long before the metadata's lifetime.
         await database_sync_to_async(confirmed)(60, 5 * 3600 * 3)
-        async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+        async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
             await async_eventually(lambda: _any(venue.subscribed_streams() == {"btcusdt@aggTrade"}))
             gate = _gate_health(runtime)
             assert gate.status is Status.DEGRADED
@@ -220,7 +220,7 @@ async def test_stored_metadata_still_fresh_lets_the_feed_start_while_the_venue_l
 
 async def test_a_simulated_feed_has_its_metadata_locally_and_trades_at_once(fast_gate) -> None:  # type: ignore[no-untyped-def]
     await database_sync_to_async(make_feed)("bin", SYMBOLS, venue="simulated")
-    async with running(Runtime(feed_startup_tasks(["bin"]))) as runtime:
+    async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
         gate = _gate_health(runtime)
         assert gate.status is Status.HEALTHY and gate.reason == "metadata known for 2 instrument(s)"
         await async_eventually(lambda: _count_above(_ticks_of, "ETHUSDT", 0), timeout_s=10)
@@ -280,7 +280,7 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}
@@ -308,7 +308,7 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(fast_gate) -> None:  # type: ignore[no-untyped-def]
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     await database_sync_to_async(make_feed)("bin", SYMBOLS, venue="simulated")
     [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
@@ -330,7 +330,7 @@ async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(
 async def test_failed_fetches_ask_the_venue_again_after_doubling_waits(fast_gate) -> None:  # type: ignore[no-untyped-def]
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from tradingsite.health import HealthBoard
+    from core.health import HealthBoard
 
     now = [1000.0]
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:

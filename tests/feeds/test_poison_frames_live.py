@@ -13,13 +13,13 @@ from channels.db import database_sync_to_async
 from prometheus_client import REGISTRY
 
 from feeds.models import Tick
-from feeds.startup import feed_startup_tasks
+from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
-from tradingsite.health import Status
-from tradingsite.runtime.core import Runtime
+from core.health import Status
+from core.runtime.core import Runtime
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -65,7 +65,7 @@ async def test_poison_frames_between_live_trades_are_counted_and_every_good_trad
             "bin", SYMBOLS, venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
         )
         before = {reason: _malformed(reason) for _, reason in POISON}
-        runtime = Runtime(feed_startup_tasks(["bin"]))
+        runtime = Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))
         task = asyncio.create_task(runtime.run())
         count = database_sync_to_async(Tick.objects.count)
         try:

@@ -17,7 +17,7 @@ from feeds.recording.tick_writer import BulkInsertWriter, CheckpointRow, Postgre
 from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 
 class ListWriter:

@@ -15,7 +15,7 @@ from feeds.recording.tick_writer import PipelinedWriter, TickWriter
 from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 # Beyond what any database stores: 64-bit integers on SQLite, numeric(38,0) on PostgreSQL.
 BEYOND_STORAGE = 10**38

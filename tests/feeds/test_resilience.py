@@ -10,7 +10,7 @@ from feeds.streams.breaker import BreakerState, CircuitBreaker
 from feeds.streams.venue_limiter import RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
 from feeds.venues.base import PublishedLimits
 from tests.feeds.doubles import FakeClock
-from tradingsite.health import Status
+from core.health import Status
 
 
 def test_backoff_delays_stay_within_the_exponential_ceiling() -> None:

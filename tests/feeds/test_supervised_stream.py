@@ -12,7 +12,7 @@ from tests.feeds.stream_harness import (
     FAST_POLICY, Collector, delivered_trades, expected_trades, feed_spec, start_streams, stop, with_policy,
 )
 from tests.helpers import async_eventually
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 

@@ -29,7 +29,7 @@ from feeds.venues.upstox import AUTHORIZE_PATH, UpstoxVenue
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import FAST_POLICY, FAST_TRANSPORT, stop
 from tests.helpers import async_eventually
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 KEY = "NSE_EQ|INE848E01016"
 T0_MS = 1_732_851_000_000  # 2024-11-29 09:00 IST

@@ -14,12 +14,12 @@ from orders.models import Order, OrderIntent, PaperOrder, SignalOutcome
 from orders.models.outcomes import Outcome
 from orders.paper_matching import PaperMatcher
 from orders.plans import signal_key
-from orders.startup import orders_startup_tasks
+from orders.startup import OrdersHubs, orders_startup_tasks
 from processor.signals import Signal, SignalHub, SignalKind
 from tests.helpers import async_eventually
 from tests.orders.factories import make_setup, make_signal, tick
-from tradingsite.health import HealthBoard, Status
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.health import HealthBoard, Status
+from core.runtime.core import Runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -108,11 +108,8 @@ async def test_a_runtime_stop_lets_the_in_flight_exit_finish_before_tasks_are_ca
     await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG))
     await matcher.consume(FeedData("sim", (tick("50000", "1"),)))
     hub = SignalHub()
-
-    async def provide(ctx: RuntimeContext) -> None:
-        ctx.resources["signals"] = hub
-
-    runtime = Runtime([StartupTask("provide", Phase.ADD_FEEDS_AND_STRATEGIES, provide), *orders_startup_tasks()])
+    hubs = OrdersHubs()
+    runtime = Runtime(orders_startup_tasks(hubs, signals=hub))
     run = asyncio.create_task(runtime.run())
     await async_eventually(lambda: asyncio.sleep(0, runtime.started))
 
@@ -123,7 +120,7 @@ async def test_a_runtime_stop_lets_the_in_flight_exit_finish_before_tasks_are_ca
     late = make_signal(setup.strategy, SignalKind.ENTRY_SHORT, "50100")
 
     async def stopping() -> bool:
-        return runtime.context.resources["trade_executor"].stopping
+        return hubs.trade_executor.get().stopping
 
     await async_eventually(stopping)
     hub.publish([late])
@@ -132,7 +129,7 @@ async def test_a_runtime_stop_lets_the_in_flight_exit_finish_before_tasks_are_ca
     assert await _outcome(exit_signal) == Outcome.PLACED
     assert await _outcome(late) == Outcome.STOPPED
     assert await database_sync_to_async(Order.objects.filter(intent="EXIT").exists)()
-    trade_executor = runtime.context.resources["trade_executor"]
+    trade_executor = hubs.trade_executor.get()
     assert trade_executor.stop_report is not None and trade_executor.stop_report.clean
     assert runtime.context.health.get(COMPONENT).status == Status.HEALTHY
 

@@ -15,12 +15,12 @@ from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create
 from orders.models import AuditEvent, CapitalLedger, Order, OrderIntent, PaperOrder
 from orders.reconciliation import reconcile_account
-from orders.startup import RECONCILE_COMPONENT, orders_startup_tasks
+from orders.startup import RECONCILE_COMPONENT, OrdersHubs, orders_startup_tasks
 from processor.signals import SignalHub, SignalKind
 from tests.helpers import async_eventually
 from tests.orders.factories import make_setup, make_signal
-from tradingsite.health import HealthBoard, Status
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.health import HealthBoard, Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,15 +113,11 @@ async def test_restart_rebuild_adopts_an_order_left_by_a_crash_before_trading_st
     )  # the exchange has it; the crashed process never persisted it
     seen_at_data_flow: list[bool] = []
 
-    async def provide(ctx: RuntimeContext) -> None:
-        ctx.resources["signals"] = SignalHub()
-        ctx.resources["fanout"] = FeedFanout()
-
     async def observe(ctx: RuntimeContext) -> None:
         seen_at_data_flow.append(await database_sync_to_async(Order.objects.filter(client_order_id=spec.client_order_id).exists)())
 
     runtime = Runtime(
-        [StartupTask("provide", Phase.ADD_FEEDS_AND_STRATEGIES, provide), *orders_startup_tasks(),
+        [*orders_startup_tasks(OrdersHubs(), fanout=FeedFanout(), signals=SignalHub()),
          StartupTask("observe", Phase.DATA_BRIDGE, observe)]
     )
     run = asyncio.create_task(runtime.run())

@@ -13,8 +13,7 @@ from orders.models import AuditEvent, PaperOrder
 from orders.paper_matching import PaperMatcher
 from processor.signals import SignalKind
 from tests.orders.factories import make_setup, make_signal, tick
-from tradingsite.runtime.compose import build_runtime
-from tradingsite.runtime.core import RuntimeContext
+from tradingsite.runtime.compose import build_hubs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,12 +60,8 @@ async def test_exits_still_run_while_entries_are_halted(gated_executor: TradeExe
 
 
 async def test_the_runtime_hands_the_kill_switches_to_the_trade_executor() -> None:
-    runtime = build_runtime(role="test", feed_names=None, periodic_jobs=False)
-    ctx = RuntimeContext()
-    (task,) = [t for t in runtime.tasks if t.name == "load-entry-controls"]
-    await task.run(ctx)
+    gate = build_hubs().controls.entry_gate
     setup = await database_sync_to_async(make_setup)()
-    gate = ctx.resources["entry_gate"]
     assert await database_sync_to_async(gate)(setup.account.pk) is None
     owner = await database_sync_to_async(lambda: setup.account.owner)()
     await database_sync_to_async(kill_switch_set)(actor=owner, account_id=setup.account.pk, engaged=True)

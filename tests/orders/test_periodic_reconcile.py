@@ -11,7 +11,7 @@ from orders.lifecycle import IntentSpec, intent_create
 from orders.models import Order
 from orders.tasks import reconcile_accounts
 from tests.orders.factories import make_setup
-from tradingsite.models import ComponentHealth
+from core.models import ComponentHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -35,7 +35,7 @@ from tests.fakes.brokers.binance_usdm_orders import API_KEY, API_SECRET, FakeBin
 from tests.fakes.brokers.upstox_orders import FakeUpstoxOrders
 from tests.orders.factories import make_instrument, make_setup, make_signal, tick
 from tests.orders.test_upstox_broker import StaticTokens
-from tradingsite.models import ComponentHealth
+from core.models import ComponentHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

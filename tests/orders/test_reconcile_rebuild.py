@@ -23,23 +23,22 @@ from orders.brokers.paper import PaperBroker
 from orders.lifecycle import IntentSpec, intent_create
 from orders.locks import RECONCILE_SCOPE
 from orders.models import CapitalLedger, EntryLock, Order, OrderIntent
-from orders.startup import RECONCILE_COMPONENT, orders_startup_tasks
+from orders.startup import RECONCILE_COMPONENT, EntryControls, OrdersHubs, orders_startup_tasks
 from tests.orders.factories import make_setup
-from tradingsite.health import Status
-from tradingsite.runtime.core import RuntimeContext
+from core.health import Status
+from core.runtime.core import RuntimeContext
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _rebuild_task():  # type: ignore[no-untyped-def]
-    [task] = [t for t in orders_startup_tasks() if t.name == "orders-restart-rebuild"]
+    controls = EntryControls(entries_halt=entries_halt_by_reconciliation)
+    [task] = [t for t in orders_startup_tasks(OrdersHubs(), controls=controls) if t.name == "orders-restart-rebuild"]
     return task
 
 
 def _context() -> RuntimeContext:
-    ctx = RuntimeContext()
-    ctx.resources["entries_halt"] = entries_halt_by_reconciliation
-    return ctx
+    return RuntimeContext()
 
 
 def _lease_left_by_a_killed_process(account_id: int, *, expires_in_s: float) -> None:

@@ -24,10 +24,10 @@ from orders.brokers.paper import PaperBroker, PaperFees, paper_match
 from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create, lifecycle_persist
 from orders.models import AuditEvent, Fill, OrderIntent, Position
-from orders.startup import orders_startup_tasks
+from orders.startup import EntryControls, OrdersHubs, orders_startup_tasks
 from tests.helpers import eventually
 from tests.orders.factories import make_setup, tick
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,14 +62,11 @@ async def test_the_final_pass_books_the_last_fill_and_resolves_intents_reserved_
         await database_sync_to_async(intent_create)(spec=never_sent)
         runtime.request_stop()
 
-    async def controls(ctx: RuntimeContext) -> None:
-        ctx.resources["entries_halt"] = entries_halt_by_reconciliation
-
     async def start(ctx: RuntimeContext) -> None:
         ctx.spawn("trade-then-stop", trade_then_stop(ctx, runtime))
 
     runtime = Runtime(
-        [StartupTask("controls", Phase.ADD_FEEDS_AND_STRATEGIES, controls), *orders_startup_tasks(),
+        [*orders_startup_tasks(OrdersHubs(), controls=EntryControls(entries_halt=entries_halt_by_reconciliation)),
          StartupTask("trade", Phase.DATA_BRIDGE, start)],
         stop_timeout_s=10,
     )

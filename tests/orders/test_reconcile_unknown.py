@@ -30,7 +30,7 @@ from tests.fakes.brokers.binance_usdm_orders import API_KEY, API_SECRET, FakeBin
 from tests.fakes.brokers.upstox_orders import FakeUpstoxOrders
 from tests.orders.factories import make_instrument, make_setup
 from tests.orders.test_upstox_broker import StaticTokens
-from tradingsite.health import Status
+from core.health import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

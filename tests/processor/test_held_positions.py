@@ -263,14 +263,9 @@ async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreemen
     from orders.models import AuditEvent
     from orders.models import Position as PositionRow
     from tests.orders.factories import make_instrument, make_setup, make_strategy
-    from tradingsite.runtime.compose import build_runtime
-    from tradingsite.runtime.core import RuntimeContext
+    from tradingsite.runtime.compose import build_hubs
 
-    runtime = build_runtime(role="test", feed_names=None, periodic_jobs=False)
-    ctx = RuntimeContext()
-    (task,) = [t for t in runtime.tasks if t.name == "load-held-positions"]
-    await task.run(ctx)
-    held_position = database_sync_to_async(ctx.resources["held_position"])
+    held_position = build_hubs().held_position
 
     def setup() -> tuple[int, int, int]:
         strategy = make_strategy()

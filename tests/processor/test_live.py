@@ -10,17 +10,18 @@ from channels.layers import get_channel_layer
 from django.test import override_settings
 
 from feeds.distribution.fanout import FeedFanout
+from feeds.startup import FeedHubs
 from feeds.models import Feed, Instrument, MarketType
-from feeds.distribution.price_publisher import MARKET_GROUP
+from core.push_groups import MARKET_GROUP
 from feeds.venues.base import FeedSpec
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.publishing import LiveStrategyEvents
 from processor.signals import SignalHub
-from processor.startup import processor_startup_tasks
+from processor.startup import ProcessorHubs, processor_startup_tasks
 from tests.helpers import async_eventually
 from tests.processor.factories import batch, tick
-from tradingsite.health import Status
-from tradingsite.runtime.core import RuntimeContext
+from core.health import Status
+from core.runtime.core import RuntimeContext
 
 EMA = {"timeframe_s": 1, "fast": 1, "slow": 2, "long_only": False}
 
@@ -37,11 +38,19 @@ def make_strategy(name: str, symbols: list[str], **fields) -> Strategy:
     return strategy
 
 
+class Wired(RuntimeContext):
+    """A runtime context with the hubs the processor's startup tasks read and write."""
+
+    feeds: FeedHubs
+    hubs: ProcessorHubs
+    held_position: object = None
+
+
 @pytest.fixture
 async def runtime():
-    ctx = RuntimeContext()
-    ctx.resources["fanout"] = FeedFanout()
-    ctx.resources["feed_specs"] = [FeedSpec(name="sim", venue="simulated", settings={})]
+    ctx = Wired()
+    ctx.feeds, ctx.hubs = FeedHubs(), ProcessorHubs()
+    ctx.feeds.specs.provide([FeedSpec(name="sim", venue="simulated", settings={})])
     yield ctx
     for task in ctx._tasks:
         task.cancel()
@@ -49,13 +58,14 @@ async def runtime():
     await ctx.exit_stack.aclose()
 
 
-async def start(ctx: RuntimeContext) -> None:
-    for task in processor_startup_tasks():
+async def start(ctx: Wired) -> None:
+    wiring = {} if ctx.held_position is None else {"held_position": database_sync_to_async(ctx.held_position)}
+    for task in processor_startup_tasks(ctx.feeds, ctx.hubs, **wiring):
         await task.run(ctx)
 
 
-def routed(ctx: RuntimeContext) -> dict:
-    return ctx.resources["processor"].instrument_routes()
+def routed(ctx: Wired) -> dict:
+    return ctx.hubs.processor.get().instrument_routes()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -68,8 +78,8 @@ async def test_strategies_run_from_the_table_and_reload_without_a_restart(runtim
     assert runtime.health.get("processor:strategies").status is Status.DEGRADED  # "broken" cannot run
     await async_eventually(lambda: asyncio.sleep(0, routed(runtime) == {"ema-btc": {("sim", "BTC")}}))
 
-    fanout: FeedFanout = runtime.resources["fanout"]
-    signals = runtime.resources["signals"].subscribe("orders")
+    fanout: FeedFanout = runtime.feeds.fanout
+    signals = runtime.hubs.signals.subscribe("orders")
     fanout.publish(batch(tick("BTC", 1, 100), tick("BTC", 2, 101), tick("BTC", 3, 102), tick("BTC", 4, 103)))
     signal = await asyncio.wait_for(signals.get(), 5)
     assert signal.kind.value == "ENTRY_LONG" and signal.strategy_name == "ema-btc"
@@ -96,7 +106,7 @@ async def test_routing_makes_no_database_query_per_tick(runtime, monkeypatch):
     await database_sync_to_async(make_strategy)("ema-btc", ["BTC"])
     await start(runtime)
     await async_eventually(lambda: asyncio.sleep(0, bool(routed(runtime))))
-    processor = runtime.resources["processor"]
+    processor = runtime.hubs.processor.get()
     await asyncio.sleep(0.05)  # let the first backfill finish
     queries = []
     execute = CursorWrapper.execute
@@ -106,7 +116,7 @@ async def test_routing_makes_no_database_query_per_tick(runtime, monkeypatch):
         await processor.consume(batch(tick("BTC", second, 100 + second % 7)))
     await processor.drained()
     assert queries == []
-    assert runtime.resources["strategy_events"]._latest  # the ticks did produce outputs
+    assert runtime.hubs.strategy_events.get()._latest  # the ticks did produce outputs
 
 
 async def test_outputs_are_conflated_and_pushed_to_the_market_group():
@@ -155,17 +165,17 @@ async def test_the_runtime_wires_held_positions_shed_batches_and_the_signal_back
         asked.append((strategy_id, feed, symbol))
         return Position.LONG
 
-    runtime.resources["held_position"] = held_position
+    runtime.held_position = held_position
     await start(runtime)
     await async_eventually(lambda: asyncio.sleep(0, routed(runtime) == {"ema-btc": {("sim", "BTC")}}))
-    processor = runtime.resources["processor"]
+    processor = runtime.hubs.processor.get()
     route = next(iter(processor.snapshot.routes_by_strategy.values()))
     await async_eventually(lambda: asyncio.sleep(0, route.executor.has_open_positions()))
     assert asked == [(strategy.pk, "sim", "BTC")]
     assert runtime.health.get("processor:signals").status is Status.HEALTHY
 
     # More batches than the processor's input queue holds, with no turn to take them.
-    fanout: FeedFanout = runtime.resources["fanout"]
+    fanout: FeedFanout = runtime.feeds.fanout
     for second in range(1, 1100):
         fanout.publish(batch(tick("BTC", second, 100)))
     reason = await asyncio.wait_for(processor.fatal, 5)  # it held a position: fail fast

@@ -14,8 +14,8 @@ from processor.routing import Active, Degraded
 from processor.signals import Signal, SignalHub
 from tests.helpers import async_eventually
 from tests.processor.factories import FEED, batch, spec, tick, turn
-from tradingsite.health import Status
-from tradingsite.runtime.core import FatalError
+from core.health import Status
+from core.runtime.core import FatalError
 
 
 class HubSink:

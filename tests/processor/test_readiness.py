@@ -9,8 +9,8 @@ from processor.processor import Processor
 from processor.readiness import ProcessorHealth, processor_readiness
 from processor.routing import Active, Degraded, Stopping
 from tests.processor.factories import FEED, RecordingSink, batch, spec, tick, turn
-from tradingsite.health import Status
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.health import Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 CORE = {"fatal-watcher": True, "route-commands": True, "feed-router": True, "reconcile": True}
 
@@ -66,7 +66,6 @@ async def test_a_degraded_route_with_open_positions_stops_the_runtime_with_a_non
             sink=RecordingSink(), mailbox_capacity=2,
             on_readiness=lambda r: ctx.health.set("processor", r.health.board_status, r.reason),
         )
-        ctx.resources["processor"] = processor
         processor.start(spawn=ctx.spawn)
         processor.reconcile([spec(1, ["BTC"])])
         await processor.settled()

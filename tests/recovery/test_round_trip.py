@@ -28,7 +28,7 @@ from tests.recovery.clocks import FakeClock
 from tests.recovery.conftest import wait_until
 from tests.recovery.fake_upstox_auth import FakeUpstoxAuth
 from tradingsite.asgi import application
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEY = TokenKey("upstox", TokenKind.OAUTH)

@@ -11,11 +11,13 @@ from channels.db import database_sync_to_async
 
 from recovery.datasource import ResumableDataSource, TerminalFailureHealth
 from recovery.models import BrokerToken
-from recovery.startup import AUTH_STATE_RESOURCE, provisioned_keys, recovery_startup_tasks
+from recovery.coordinator import AuthState
+from recovery.startup import provisioned_keys, recovery_startup_tasks
 from recovery.tokens import TokenKey, TokenKind, TokenState, TokenUnavailable
 from tests.recovery.conftest import wait_until
-from tradingsite.health import HealthBoard, Status
-from tradingsite.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
+from core.health import HealthBoard, Status
+from core.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
 
 ANALYTICS = TokenKey("upstox", TokenKind.ANALYTICS)
 RECOVERY_DIR = Path(__file__).resolve().parents[2] / "recovery"
@@ -26,13 +28,14 @@ class FeedDataSource:
 
     name = "upstox-feed"
 
-    def __init__(self, health: HealthBoard) -> None:
+    def __init__(self, health: HealthBoard, auth_state: AuthState) -> None:
         self.health = TerminalFailureHealth(health, "feed:upstox")
+        self.auth_state = auth_state
         self.running = False
 
     async def start(self, ctx: RuntimeContext) -> None:
         try:
-            await ctx.resources[AUTH_STATE_RESOURCE].token_source(ANALYTICS).await_valid_token()
+            await self.auth_state.token_source(ANALYTICS).await_valid_token()
         except TokenUnavailable as exc:
             self.health.token_unavailable(exc)
             return
@@ -49,16 +52,17 @@ async def test_runtime_resumes_the_feed_when_an_operator_writes_the_analytics_to
     settings.RECOVERY_PROVISIONED_TOKENS = ["upstox/analytics"]
     settings.RECOVERY_PROVISIONED_TOKEN_DIR = str(tmp_path)
     feed_box: dict[str, FeedDataSource] = {}
+    auth_state: StartupValue[AuthState] = StartupValue("token state")
 
     async def start_feed(ctx: RuntimeContext) -> None:  # what feeds will do in DATA_FLOW
-        feed = FeedDataSource(ctx.health)
+        feed = FeedDataSource(ctx.health, auth_state.get())
         feed.ctx = ctx  # type: ignore[attr-defined]
         assert isinstance(feed, ResumableDataSource)
-        ctx.resources[AUTH_STATE_RESOURCE].register_datasource(ANALYTICS, feed)
+        auth_state.get().register_datasource(ANALYTICS, feed)
         await feed.start(ctx)
         feed_box["feed"] = feed
 
-    runtime = Runtime([*recovery_startup_tasks(), StartupTask("start-feed", Phase.DATA_FLOW, start_feed)])
+    runtime = Runtime([*recovery_startup_tasks(auth_state), StartupTask("start-feed", Phase.DATA_FLOW, start_feed)])
     run = asyncio.create_task(runtime.run())
     try:
         await wait_until(lambda: runtime.started)

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tradingsite.asgi import application
-from tradingsite.consumers import CLOSE_UNAUTHENTICATED
+from dashboard.consumers import CLOSE_UNAUTHENTICATED
 from tradingsite.demo import DEMO_INSTRUMENTS, demo_load
 from tradingsite.runtime.compose import build_runtime
 

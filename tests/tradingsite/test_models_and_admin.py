@@ -110,7 +110,7 @@ def test_loaddemo_uses_demo_password_from_the_environment(monkeypatch) -> None:
 @pytest.mark.parametrize(
     "url",
     ["feeds/feed", "feeds/instrument", "feeds/subscription", "processor/strategy", "orders/account",
-     "orders/tradesetting", "tradingsite/componenthealth"],
+     "orders/tradesetting", "core/componenthealth"],
 )
 def test_admin_changelists_with_filters_and_search_render(admin_client: Client, url: str) -> None:
     call_command("loaddemo", stdout=StringIO())

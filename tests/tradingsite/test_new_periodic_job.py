@@ -1,14 +1,14 @@
-"""Adding a periodic job, as docs/extending.md says: a task with @periodic_job plus its row in PERIODIC_JOBS."""
+"""Adding a periodic job, as docs/extending.md says: a task with @periodic_job plus its row in tradingsite.schedule.PERIODIC_JOBS."""
 from __future__ import annotations
 
 import pytest
 from django.utils.module_loading import import_string
 
-from tradingsite import schedule
+from core import schedule
 from tradingsite.celery import app as celery_app
-from tradingsite.jobs import periodic_job
-from tradingsite.models import ComponentHealth
-from tradingsite.schedule import PeriodicJob, beat_schedule, job_interval_s, job_named
+from core.jobs import periodic_job
+from core.models import ComponentHealth
+from core.schedule import PeriodicJob, beat_schedule, job_interval_s, job_named
 
 THROWAWAY = PeriodicJob("throwaway-job", f"{__name__}.throwaway_job", 42.0)
 runs: list[int] = []
@@ -22,7 +22,7 @@ def throwaway_job() -> str:
 
 @pytest.fixture
 def declared(monkeypatch: pytest.MonkeyPatch) -> PeriodicJob:
-    monkeypatch.setattr(schedule, "PERIODIC_JOBS", (*schedule.PERIODIC_JOBS, THROWAWAY))
+    monkeypatch.setattr(schedule, "_installed", (*schedule.periodic_jobs(), THROWAWAY))
     return THROWAWAY
 
 

@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from tests.helpers import async_eventually, eventually
 from tradingsite.celery import app as celery_app
-from tradingsite.models import ComponentHealth
-from tradingsite.runtime.periodic import _finish_when_cancelled, run_periodic_job
-from tradingsite.schedule import PERIODIC_JOBS, PeriodicJob, beat_schedule, job_named
+from core.models import ComponentHealth
+from core.runtime.periodic import _finish_when_cancelled, run_periodic_job
+from core.schedule import beat_schedule, job_named
+from tradingsite.schedule import PERIODIC_JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 

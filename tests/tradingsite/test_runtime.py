@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from tradingsite.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
-from tradingsite.runtime.signals import parse_feed_names
+from core.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
+from core.runtime.signals import parse_feed_names
 from tradingsite.runtime.web import daphne_endpoint
 
 

@@ -116,7 +116,7 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
     )
     try:
         probe = (
-            "import django; django.setup(); from tradingsite.selectors import component_health_effective as c; "
+            "import django; django.setup(); from core.selectors import component_health_effective as c; "
             "print(sorted((v.component, v.status.value) for v in c()))"
         )
 

@@ -1,19 +1,27 @@
-"""Composition of the runtime for each entry point. Building it has no side effects."""
+"""Composition of the runtime for each entry point. Building it has no side effects.
+
+build_hubs makes the runtime's hubs (tradingsite.runtime.hubs) and fills the seams
+from the apps that sit above the ones that use them; build_runtime hands each app's
+startup task factory the hubs it reads and writes (docs/runtime.md).
+"""
 from __future__ import annotations
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 
+from core.health import Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from core.runtime.periodic import run_periodic_job
+from core.runtime.reporting import report_health_forever, withdraw_health
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
 from feeds.venues.upstox_startup import upstox_token_startup_tasks
-from orders.startup import orders_startup_tasks
+from orders.startup import EntryControls, orders_startup_tasks
+from processor.signals import Position
 from processor.startup import processor_startup_tasks
 from recovery.startup import recovery_startup_tasks
-from tradingsite.health import Status
 from tradingsite.metrics_startup import metrics_startup_tasks
-from tradingsite.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
-from tradingsite.runtime.periodic import run_periodic_job
-from tradingsite.runtime.reporting import report_health_forever, withdraw_health
+from tradingsite.runtime.hubs import RuntimeHubs
 from tradingsite.schedule import PERIODIC_JOBS
 
 
@@ -31,40 +39,35 @@ def _health_reporting(role: str) -> StartupTask:
     return StartupTask("start-health-reporting", Phase.ADD_FEEDS_AND_STRATEGIES, start)
 
 
-def _entry_controls() -> StartupTask:
+def entry_controls() -> EntryControls:
     """Let the trade executor consult the dashboard's kill switches before every entry,
     and reconciliation engage an account's switch when it cannot vouch for the account."""
+    from dashboard.halts import entries_halt_by_reconciliation
+    from dashboard.selectors import entries_halted
 
-    async def start(ctx: RuntimeContext) -> None:
-        from dashboard.halts import entries_halt_by_reconciliation
-        from dashboard.selectors import entries_halted
-
-        ctx.resources["entry_gate"] = lambda account_id: entries_halted(account_id=account_id)
-        ctx.resources["entries_halt"] = entries_halt_by_reconciliation
-
-    return StartupTask("load-entry-controls", Phase.ADD_FEEDS_AND_STRATEGIES, start)
+    return EntryControls(
+        entry_gate=lambda account_id: entries_halted(account_id=account_id),
+        entries_halt=entries_halt_by_reconciliation,
+    )
 
 
-def _held_positions() -> StartupTask:
-    """Let each starting strategy execution resume the position the ledger says it holds."""
+def held_position(strategy_id: int, feed: str, symbol: str) -> Position:
+    """The position the ledger says a starting strategy execution holds (a disagreement is audited)."""
+    from orders.audit import audit_record
+    from orders.positions import strategy_held_position
 
-    async def start(ctx: RuntimeContext) -> None:
-        from orders.audit import audit_record
-        from orders.positions import strategy_held_position
-        from processor.signals import Position
+    held = strategy_held_position(strategy_id, feed, symbol)
+    if held.disagreement:
+        audit_record(
+            event="position.accounts_disagree", account_id=None, strategy_id=strategy_id,
+            message=held.disagreement, details={"feed": feed, "symbol": symbol, "resumed": held.position.name},
+        )
+    return held.position
 
-        def held_position(strategy_id: int, feed: str, symbol: str) -> Position:
-            held = strategy_held_position(strategy_id, feed, symbol)
-            if held.disagreement:
-                audit_record(
-                    event="position.accounts_disagree", account_id=None, strategy_id=strategy_id,
-                    message=held.disagreement, details={"feed": feed, "symbol": symbol, "resumed": held.position.name},
-                )
-            return held.position
 
-        ctx.resources["held_position"] = held_position
-
-    return StartupTask("load-held-positions", Phase.ADD_FEEDS_AND_STRATEGIES, start)
+def build_hubs() -> RuntimeHubs:
+    """Return fresh hubs with the seams filled (every starting strategy resumes its held position)."""
+    return RuntimeHubs(held_position=database_sync_to_async(held_position), controls=entry_controls())
 
 
 def _periodic_jobs() -> StartupTask:
@@ -75,19 +78,26 @@ def _periodic_jobs() -> StartupTask:
     return StartupTask("start-periodic-jobs", Phase.DATA_BRIDGE, start)
 
 
-def build_runtime(*, role: str, feed_names: list[str] | None, periodic_jobs: bool) -> Runtime:
+def build_runtime(
+    *, role: str, feed_names: list[str] | None, periodic_jobs: bool, hubs: RuntimeHubs | None = None
+) -> Runtime:
     """Return the runtime for the given feeds (None = every enabled feed).
 
     `role` names the process in health reports ("site", "feed:binance"); a restarted
-    process with the same role takes over its predecessor's reports.
+    process with the same role takes over its predecessor's reports. `hubs` defaults to
+    build_hubs(); pass your own to read what the startup tasks provide.
     """
-    tasks = [_health_reporting(role), _entry_controls(), _held_positions(), *feed_startup_tasks(feed_names)]
-    tasks += redis_publisher_startup_tasks()
-    tasks += processor_startup_tasks()
-    tasks += recovery_startup_tasks()
-    tasks += upstox_token_startup_tasks()
-    tasks += orders_startup_tasks()
-    tasks += metrics_startup_tasks()
+    hubs = hubs or build_hubs()
+    tasks = [_health_reporting(role), *feed_startup_tasks(hubs.feeds, feed_names)]
+    tasks += redis_publisher_startup_tasks(hubs.feeds)
+    tasks += processor_startup_tasks(hubs.feeds, hubs.processor, held_position=hubs.held_position)
+    tasks += recovery_startup_tasks(hubs.auth_state)
+    tasks += upstox_token_startup_tasks(hubs.feeds, hubs.auth_state)
+    tasks += orders_startup_tasks(
+        hubs.orders, fanout=hubs.feeds.fanout, signals=hubs.processor.signals, auth_state=hubs.auth_state,
+        controls=hubs.controls,
+    )
+    tasks += metrics_startup_tasks(hubs)
     if periodic_jobs:
         tasks.append(_periodic_jobs())
     return Runtime(tasks, stop_timeout_s=settings.RUNTIME_STOP_TIMEOUT_S)

@@ -12,8 +12,8 @@ import asyncio
 import logging
 from typing import Any
 
-from tradingsite.runtime.core import Runtime
-from tradingsite.runtime.signals import new_fast_loop, stop_on_signals
+from core.runtime.core import Runtime
+from core.runtime.signals import new_fast_loop, stop_on_signals
 
 log = logging.getLogger(__name__)
 

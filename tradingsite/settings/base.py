@@ -16,6 +16,7 @@ DEBUG = env.bool("DEBUG", default=True)
 # default asyncio loop at django.setup(); runsite installs it on uvloop instead.
 INSTALLED_APPS = [
     "tradingsite",  # first: its `runserver` (= runsite) wins over staticfiles' WSGI one
+    "core",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

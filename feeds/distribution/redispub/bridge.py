@@ -21,7 +21,7 @@ from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

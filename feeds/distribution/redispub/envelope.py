@@ -50,7 +50,7 @@ class Envelope(msgspec.Struct, kw_only=True):
     publish_time_ns: int = 0
     exchange_time_ns: int | None = None  # the venue's event time, when it sent one
     source: str  # a Source value
-    status: str  # a tradingsite.health.Status value
+    status: str  # a core.health.Status value
     status_reason: str = ""
     data: dict[str, Any]
 

@@ -36,7 +36,7 @@ from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from feeds.venues import get_venue
 from feeds.venues.base import HttpRequest, TradeQuery
 from feeds.venues.rest import fetch
-from tradingsite.health import Status
+from core.health import Status
 
 log = logging.getLogger(__name__)
 

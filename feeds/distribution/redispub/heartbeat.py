@@ -27,7 +27,7 @@ from feeds.distribution.redispub.fallback import FallbackController
 from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.keys import HEALTH_CHANNEL, RATELIMIT_SUBJECT, VENUE_SCOPE, venue_key
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
-from tradingsite.health import HealthBoard, Status, worst
+from core.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
 

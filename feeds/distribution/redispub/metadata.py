@@ -35,7 +35,7 @@ from feeds.distribution.redispub.publisher import Draft, KeySequences, RedisPubl
 from feeds.venues import get_venue
 from feeds.venues.base import InstrumentMeta, ParseError
 from feeds.venues.rest import RestError, fetch_instruments
-from tradingsite.health import Status
+from core.health import Status
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def metadata_drafts(
 
 def metadata_ttl_ms() -> int:
     """Metadata keys outlive a few missed hourly refreshes, then disappear (stale)."""
-    from tradingsite.schedule import job_interval_s, job_named
+    from core.schedule import job_interval_s, job_named
 
     every_s = job_interval_s(job_named("refresh-instrument-metadata"))
     return round(every_s * settings.MARKET_DATA_TTL_MULTIPLIER * 1000)

@@ -25,7 +25,7 @@ from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.heartbeat import Heartbeat
 from feeds.distribution.redispub.metadata import FETCH_FAILURES, fetch_feed_metadata, instrument_metadata_apply, metadata_drafts
 from feeds.distribution.redispub.publisher import RedisPublisher
-from tradingsite.health import HealthBoard, Status
+from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, catalog_feeds
 from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
 from tests.feeds.venues.fake_http import FakeVenueHttp, running_fake_http
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 # Short cadences keep the suite fast: trades keys live 3 x 0.1 s.
 FAST_CADENCE = {"trades": 0.1, "mark_price": 0.1}

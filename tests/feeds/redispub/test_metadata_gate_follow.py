@@ -13,11 +13,11 @@ from redis.asyncio import Redis
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.distribution.redispub.envelope import Envelope, Source, decode
 from feeds.distribution.redispub.metadata import instrument_metadata_refresh
-from feeds.startup import feed_startup_tasks
+from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
-from tradingsite.runtime.core import Runtime
+from core.runtime.core import Runtime
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 
@@ -57,7 +57,8 @@ async def test_prices_of_an_instrument_reach_redis_only_while_the_feed_gate_lets
         await database_sync_to_async(make_feed)(
             "bin", SYMBOLS, venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
         )
-        runtime = Runtime([*feed_startup_tasks(["bin"]), *redis_publisher_startup_tasks()])
+        feeds = FeedHubs()
+        runtime = Runtime([*feed_startup_tasks(feeds, ["bin"]), *redis_publisher_startup_tasks(feeds)])
         task = asyncio.create_task(runtime.run())
         try:
             btc_meta = await async_eventually(lambda: _stored(redis, _key(prefix, "BTCUSDT", "metadata")))

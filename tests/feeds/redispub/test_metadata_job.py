@@ -13,7 +13,7 @@ from feeds.distribution.redispub.metadata import MetadataRefreshError
 from tests.feeds.factories import make_feed
 from tests.feeds.redispub.test_fallback_and_gate import EXCHANGE_INFO, binance_feed
 from tests.feeds.venues.fake_http import FakeVenueHttp
-from tradingsite.models import ComponentHealth
+from core.models import ComponentHealth
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 

@@ -115,14 +115,16 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
 
 async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> None:
     from feeds.distribution.fanout import FeedFanout
+    from core.runtime.core import RuntimeContext
     from feeds.redis_startup import redis_publisher_startup_tasks
-    from tradingsite.runtime.core import RuntimeContext
+    from feeds.startup import FeedHubs
 
     settings.REDIS_URL = ""
     ctx = RuntimeContext()
-    fanout = ctx.resources["fanout"] = FeedFanout()
-    ctx.resources["feed_specs"] = []
-    (task,) = redis_publisher_startup_tasks()
+    feeds = FeedHubs()
+    feeds.specs.provide([])
+    fanout = feeds.fanout
+    (task,) = redis_publisher_startup_tasks(feeds)
     await task.run(ctx)
     health = ctx.health.get("redis-publisher")
     assert health is not None and health.status.value == "HEALTHY" and "off" in health.reason

@@ -16,7 +16,7 @@ from feeds.venues.base import FeedSpec, ParseError
 from tests.feeds.doubles import deliver_burst
 from tests.feeds.venues import golden
 from tests.feeds.venues.invariants import check_event
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 VENUE_NAMES = sorted(VENUES)
 RECORDED = {name: golden.read_frames(name) for name in VENUE_NAMES}

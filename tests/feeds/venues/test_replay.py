@@ -11,7 +11,7 @@ from feeds.market import FeedData, MarketData, Side, parse_fixed
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 CSV = "ts_ms,symbol,price,volume\n" + "".join(
     f"{1732924800000 + step * 250},BTC-USDT,{96700 + step}.5,0.00{step % 9 + 1}\n" for step in range(40)

@@ -17,7 +17,7 @@ from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.tick_csv import TickFileError, read_tick_csv
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 T0 = 1_700_000_000_000  # tick files hold exchange times from 2000 on
 ROWS = [f"{T0 + 1000},BTC-USD,100,1", f"{T0 + 2000},BTC-USD,101,0", f"{T0 + 3000},BTC-USD,102,0.5"]

@@ -282,9 +282,11 @@ async def test_other_errors_do_not_invalidate_the_token(fake_http: FakeVenueHttp
 
 
 async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.runtime.core import RuntimeContext
+    from core.runtime.startup_value import StartupValue
+    from feeds.startup import FeedHubs
     from feeds.venues.upstox_startup import upstox_token_startup_tasks
     from recovery.tokens import TokenKey, TokenKind
-    from tradingsite.runtime.core import RuntimeContext
 
     source = FakeTokenSource("from-recovery")
     asked: list[TokenKey] = []
@@ -297,16 +299,19 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     venue = upstox.UpstoxVenue()
     monkeypatch.setattr(upstox, "VENUE", venue)
     ctx = RuntimeContext()
-    ctx.resources["auth_state"] = AuthState()
-    (task,) = upstox_token_startup_tasks()
+    auth_state: StartupValue[AuthState] = StartupValue("token state")
+    auth_state.provide(AuthState())
+    (task,) = upstox_token_startup_tasks(FeedHubs(), auth_state)  # type: ignore[arg-type]
     await task.run(ctx)
     assert asked == [TokenKey("upstox", TokenKind.ANALYTICS)]
     assert venue._token_source is source
 
 
 async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.runtime.core import RuntimeContext
+    from core.runtime.startup_value import StartupValue
+    from feeds.startup import FeedHubs
     from feeds.venues.upstox_startup import upstox_token_startup_tasks
-    from tradingsite.runtime.core import RuntimeContext
 
     class AuthState:
         def token_source(self, key: object) -> None:
@@ -315,7 +320,8 @@ async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_d
     venue = upstox.UpstoxVenue()
     monkeypatch.setattr(upstox, "VENUE", venue)
     ctx = RuntimeContext()
-    ctx.resources["auth_state"] = AuthState()
-    await upstox_token_startup_tasks()[0].run(ctx)
+    auth_state: StartupValue[AuthState] = StartupValue("token state")
+    auth_state.provide(AuthState())
+    await upstox_token_startup_tasks(FeedHubs(), auth_state)[0].run(ctx)  # type: ignore[arg-type]
     with pytest.raises(LookupError):
         await venue.endpoints([KEY], {"trades"}, {})

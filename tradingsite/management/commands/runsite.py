@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tradingsite.runtime.compose import build_runtime
-from tradingsite.runtime.signals import parse_feed_names
+from core.runtime.signals import parse_feed_names
 from tradingsite.runtime.web import serve_with_runtime
 
 

@@ -1,7 +1,7 @@
 """Component health: HEALTHY (working), DEGRADED (working, partly), BLOCKED (not working).
 
 Each runtime process keeps a HealthBoard of its own components and reports it to the
-database on an interval (tradingsite.services.component_health_report), so the web
+database on an interval (core.services.component_health_report), so the web
 processes can answer /readyz and /internal/health for every process, embedded or not.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ class HealthBoard:
     def __init__(self) -> None:
         self._health: dict[str, Health] = {}
         self._changed_at: dict[str, float] = {}
-        # Called on every change with (component, before, after); tradingsite.metrics
+        # Called on every change with (component, before, after); the metrics wiring
         # counts transitions here, where none can be missed between two samples.
         self.listeners: list[Callable[[str, Health | None, Health], None]] = []
 

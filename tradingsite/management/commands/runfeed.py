@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tradingsite.runtime.compose import build_runtime
-from tradingsite.runtime.signals import parse_feed_names, run_fast, stop_on_signals
+from core.runtime.signals import parse_feed_names, run_fast, stop_on_signals
 
 
 class Command(BaseCommand):

@@ -13,10 +13,10 @@ from typing import Callable, TypeVar
 from celery import shared_task
 from django.utils import timezone
 
-from tradingsite.health import Status
-from tradingsite.metrics import observe_job_run
-from tradingsite.models import ComponentHealth
-from tradingsite.schedule import job_interval_s, job_named
+from core.health import Status
+from core.metrics import observe_job_run
+from core.models import ComponentHealth
+from core.schedule import job_interval_s, job_named
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def _record_run(job_name: str, status: Status, reason: str) -> None:
 
 
 def periodic_job(job_name: str) -> Callable[[Callable[[], T]], Callable[[], T]]:
-    """Turn a no-argument function into the Celery task named in tradingsite.schedule."""
+    """Turn a no-argument function into the Celery task a periodic job (core.schedule) names."""
 
     def decorate(fn: Callable[[], T]) -> Callable[[], T]:
         @functools.wraps(fn)

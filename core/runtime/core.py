@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Awaitable, Callable, Coroutine, Sequence
 
-from tradingsite.health import HealthBoard
+from core.health import HealthBoard
 
 log = logging.getLogger(__name__)
 RECANCEL_INTERVAL_S = 0.25

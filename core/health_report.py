@@ -1,7 +1,7 @@
 """The body of /internal/health: component states plus the loop, lock and reconciliation fields.
 
 Loop health comes from the reported components (a periodic job's report goes stale,
-DEGRADED, after twice its cadence: tradingsite.jobs), counts from the Prometheus
+DEGRADED, after twice its cadence: core.jobs), counts from the Prometheus
 metrics the orders app keeps (aggregated over the host's processes in multi-process
 mode). A loop that this deployment does not run is reported as null, not as failing.
 """
@@ -13,9 +13,9 @@ from typing import Any, Iterable
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 from prometheus_client.metrics_core import Metric
 
-from tradingsite.health import Status, worst
-from tradingsite.metrics import multiprocess_dir
-from tradingsite.selectors import ComponentView
+from core.health import Status, worst
+from core.metrics import multiprocess_dir
+from core.selectors import ComponentView
 
 # Seed field -> the component whose report says whether that loop runs on time.
 LOOP_COMPONENTS = {

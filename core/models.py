@@ -1,9 +1,9 @@
-"""Models owned by the wiring layer: reported component health."""
+"""Models of the platform: reported component health."""
 from __future__ import annotations
 
 from django.db import models
 
-from tradingsite.health import Status
+from core.health import Status
 
 
 class ComponentHealth(models.Model):
@@ -25,6 +25,8 @@ class ComponentHealth(models.Model):
     updated_at = models.DateTimeField()
 
     class Meta:
+        # The table of the site's first schema, from before the platform had an app of its own.
+        db_table = "tradingsite_componenthealth"
         ordering = ["component"]
         verbose_name_plural = "component health"
 

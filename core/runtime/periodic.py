@@ -1,6 +1,6 @@
 """Periodic jobs inside the site process (embedded default, no Celery beat).
 
-The same Celery task functions as in scale-out, on the cadence of tradingsite.schedule,
+The same Celery task functions as in scale-out, on the cadence of core.schedule,
 each in a worker thread so a slow job never blocks the event loop.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.utils.module_loading import import_string
 
-from tradingsite.schedule import PeriodicJob, job_interval_s
+from core.schedule import PeriodicJob, job_interval_s
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A migration step that moves stored fixed-point values from one scale to another.
 
-Raising feeds.market.SCALE_DIGITS multiplies every stored value by 10**(new - old), in
+Raising core.fixed_point.SCALE_DIGITS multiplies every stored value by 10**(new - old), in
 SQL and in one UPDATE per table (so a CHECK constraint relating two columns of a row,
 such as filled_quantity <= quantity, holds at every moment). The step first counts the
 rows whose rescaled value the column could not hold (SQLite: a signed 64-bit integer;
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import migrations
 
-from tradingsite.fixed_point_field import max_abs_for
+from core.fixed_point_field import max_abs_for
 
 
 class RescaleRefused(RuntimeError):

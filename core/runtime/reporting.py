@@ -6,8 +6,8 @@ import logging
 
 from channels.db import database_sync_to_async
 
-from tradingsite import services
-from tradingsite.runtime.core import RuntimeContext
+from core import services
+from core.runtime.core import RuntimeContext
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tradingsite.models import ComponentHealth
+from core.models import ComponentHealth
 
 
 @admin.register(ComponentHealth)

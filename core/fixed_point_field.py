@@ -1,9 +1,9 @@
-"""The model field for the project's fixed-point numbers (value x feeds.market.SCALE).
+"""The model field for the project's fixed-point numbers (value x core.fixed_point.SCALE).
 
 Python sees plain ints on both databases; the column is what differs:
 
 * PostgreSQL: numeric(38,0), exact for every value in the documented range
-  (|value| <= feeds.market.FIXED_MAX_ABS, 30 digits) with 8 digits to spare for
+  (|value| <= core.fixed_point.FIXED_MAX_ABS, 30 digits) with 8 digits to spare for
   notionals, and SUM() over numeric never overflows.
 * SQLite (the embedded single-process default): a 64-bit INTEGER. SQLite has no exact
   type wider than int64 (a DECIMAL column turns 10**25 + 1 into a REAL), so there the
@@ -21,7 +21,7 @@ from typing import Any
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from feeds.market import FIXED_MAX_ABS, SQLITE_FIXED_MAX_ABS, FixedPointError, fixed_to_str
+from core.fixed_point import FIXED_MAX_ABS, SQLITE_FIXED_MAX_ABS, FixedPointError, fixed_to_str
 
 POSTGRES_TYPE = "numeric(38,0)"
 

@@ -1,4 +1,4 @@
-"""Read paths of the wiring layer: effective component health."""
+"""Read paths of component health: each report with its staleness applied."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,8 +6,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from tradingsite.health import Status
-from tradingsite.models import ComponentHealth
+from core.health import Status
+from core.models import ComponentHealth
 
 
 @dataclass(frozen=True)

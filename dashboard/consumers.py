@@ -25,9 +25,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from core.push_groups import MARKET_GROUP, user_group
+from dashboard import metrics
 from dashboard.conflation import BrowserOutbox
-from feeds.distribution.price_publisher import MARKET_GROUP
-from tradingsite import metrics
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,6 @@ CLOSE_STALLED = 4408
 VISIBLE_STRATEGIES_REFRESH_S = 10.0
 # Channel-layer message type -> the type the browser sees, where they differ.
 BROWSER_TYPES = {"recovery.prompt": "prompt", "orders.trade": "trade"}
-
-
-def user_group(user_id: int) -> str:
-    """The group that carries one user's private events (orders, prompts, ledger)."""
-    return f"user.{user_id}"
 
 
 def _dumps(message: dict[str, Any]) -> str:

@@ -8,10 +8,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from tradingsite import services
-from tradingsite.health import Health, HealthBoard, Status, worst
-from tradingsite.models import ComponentHealth
-from tradingsite.selectors import component_health_effective
+from core import services
+from core.health import Health, HealthBoard, Status, worst
+from core.models import ComponentHealth
+from core.selectors import component_health_effective
 
 pytestmark = pytest.mark.django_db
 
