@@ -78,7 +78,7 @@ def test_the_live_processor_runs_it_and_refuses_it_once_unregistered(throwaway: 
 
 def test_the_backtest_runs_it_with_the_same_lookup(tmp_path, throwaway: type) -> None:
     ticks = tmp_path / "ticks.csv"
-    ticks.write_text("ts_ms,symbol,price,volume\n1000,X,10.25,1\n")
+    ticks.write_text("ts_ms,symbol,price,volume\n1700000000000,X,10.25,1\n")
     out = io.StringIO()
     call_command("backtest", "--strategy", "throwaway", "--params", '{"threshold": 1}', "--ticks", str(ticks),
                  stdout=out, stderr=io.StringIO())
