@@ -6,12 +6,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 
 
 @extend_schema_field({"type": "string", "format": "decimal", "example": "64000.5"})
 class FixedPointField(serializers.Field):
-    """A fixed-point integer (value x feeds.market.SCALE) sent as an exact decimal string; None stays null."""
+    """A fixed-point integer (value x core.fixed_point.SCALE) sent as an exact decimal string; None stays null."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["read_only"] = True

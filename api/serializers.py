@@ -8,7 +8,8 @@ from rest_framework import serializers
 
 from api.fields import FixedPointField, NanosecondsField
 from dashboard.pnl import unrealized_pnl
-from feeds.market import fixed_from_decimal, fixed_to_str
+from feeds.market import fixed_from_decimal
+from core.fixed_point import fixed_to_str
 from orders.models import Account, Fill, LedgerEntry, Order, Outcome, Position, SignalOutcome
 from processor.models import Strategy, StrategySignal
 from recovery.models import AuthPrompt

@@ -34,7 +34,8 @@ import django  # noqa: E402
 
 django.setup()
 
-from feeds.market import SCALE, FeedData, MarketData  # noqa: E402
+from feeds.market import FeedData, MarketData  # noqa: E402
+from core.fixed_point import SCALE
 from processor.processor import Processor  # noqa: E402
 from processor.specs import StrategySpec  # noqa: E402
 

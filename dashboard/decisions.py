@@ -16,7 +16,7 @@ from django.db import transaction
 
 from dashboard.models import ControlAction, ControlAudit
 from dashboard.services import _push_controls_on_commit
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from orders.models import OrderIntent
 from orders.resolution import intent_keep_waiting, intent_release_by_operator
 from core.push_groups import user_group

@@ -14,7 +14,8 @@ from django.contrib.auth.models import User
 from dashboard import selectors
 from dashboard.decisions import unresolved_panel
 from dashboard.pnl import unrealized_pnl
-from feeds.market import fixed_from_decimal, fixed_to_str
+from feeds.market import fixed_from_decimal
+from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
 from orders.outcomes import outcome_event
 from core.selectors import component_health_effective

@@ -1,7 +1,7 @@
-"""Unrealized P&L of a position, exactly, in fixed point (feeds.market.SCALE)."""
+"""Unrealized P&L of a position, exactly, in fixed point (core.fixed_point.SCALE)."""
 from __future__ import annotations
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from orders.money import notional
 
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from feeds.models import Feed, Instrument, KnownHole, StreamCheckpoint, Subscription, Tick
 
 

@@ -11,7 +11,7 @@ from typing import ClassVar, TypeAlias
 from decimal import Context, Decimal, Inexact, InvalidOperation, Overflow
 from enum import StrEnum
 
-from core.fixed_point import (  # noqa: F401  (the feed path's callers import the number format from here)
+from core.fixed_point import (
     FIXED_MAX_ABS,
     MAX_WHOLE_DIGITS,
     SCALE,

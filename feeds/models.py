@@ -11,7 +11,7 @@ from django.db import models
 from feeds.venues import get_venue, venue_choices
 from core.fixed_point_field import FixedPointField
 
-_positive = MinValueValidator(Decimal("0.000000000001"))  # one unit at feeds.market.SCALE
+_positive = MinValueValidator(Decimal("0.000000000001"))  # one unit at core.fixed_point.SCALE
 
 
 class MarketType(models.TextChoices):
@@ -116,7 +116,7 @@ class Subscription(models.Model):
 class Tick(models.Model):
     """One recorded trade print, written by the recorder (COPY on PostgreSQL).
 
-    Numbers are fixed-point integers at feeds.market.SCALE (core.fixed_point_field:
+    Numbers are fixed-point integers at core.fixed_point.SCALE (core.fixed_point_field:
     numeric(38,0) on PostgreSQL, a 64-bit integer on SQLite, which keeps only 15
     significant digits of a DecimalField). Times are integer UTC nanoseconds.
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
 from orders.brokers.base import BrokerPosition
 from orders.models import Order, OrderIntent, Position

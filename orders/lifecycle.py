@@ -14,7 +14,8 @@ from typing import Callable, TypeVar
 from django.db import transaction
 from django.utils import timezone
 
-from feeds.market import fixed_from_decimal, fixed_to_str
+from feeds.market import fixed_from_decimal
+from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
 from orders import ledger as ledger_service
 from orders.audit import audit_record

@@ -1,4 +1,4 @@
-"""Exact order arithmetic on fixed-point integers (feeds.market.SCALE).
+"""Exact order arithmetic on fixed-point integers (core.fixed_point.SCALE).
 
 Pure functions on Python integers (never float, and no Decimal context precision to
 overflow): rounding to an instrument's tick and lot, notional values, fees, and the
@@ -10,7 +10,8 @@ from __future__ import annotations
 from decimal import Decimal
 from enum import Enum
 
-from feeds.market import SCALE, fixed_from_decimal
+from feeds.market import fixed_from_decimal
+from core.fixed_point import SCALE
 
 BPS = 10_000
 

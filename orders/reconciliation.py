@@ -23,7 +23,7 @@ from typing import Awaitable, Callable, Sequence, TypeVar
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from orders import lifecycle
 from orders.audit import audit_record
 from orders.brokers.base import Broker, BrokerError, BrokerFill, BrokerOrder, OrderNotFound

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from orders import lifecycle
 from orders.audit import audit_record
 from orders.metrics import UNRESOLVED_PROMPTS

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.utils.module_loading import import_string
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 
 from orders.brokers.kinds import BROKERS, configured_factories
 from orders.brokers.registry import BrokerNotConfigured, BrokerRegistry

@@ -13,7 +13,8 @@ from typing import Any, AsyncIterable, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
-from feeds.market import FeedData, fixed_to_str
+from feeds.market import FeedData
+from core.fixed_point import fixed_to_str
 from processor.backfill_source import NoHistory
 from processor.outputs import OutputBatch, OutputRow, StrategyOutput
 from processor.processor import Processor

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from core.push_groups import MARKET_GROUP
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.signals import Signal, SignalHub

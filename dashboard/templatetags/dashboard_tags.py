@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from django import template
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED
 
@@ -14,7 +14,7 @@ register = template.Library()
 
 @register.filter
 def fixed(value: int | None) -> str:
-    """A fixed-point integer (value x feeds.market.SCALE) as its exact decimal string."""
+    """A fixed-point integer (value x core.fixed_point.SCALE) as its exact decimal string."""
     return "–" if value is None else fixed_to_str(int(value))
 
 

@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 from channels.layers import BaseChannelLayer
 
 from core.push_groups import MARKET_GROUP
-from feeds.market import FeedData, MarketData, fixed_to_str
+from feeds.market import FeedData, MarketData
+from core.fixed_point import fixed_to_str
 
 log = logging.getLogger(__name__)
 

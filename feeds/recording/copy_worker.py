@@ -33,7 +33,7 @@ from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batc
 
 CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
 # msgpack integers stop at 64 bits; a fixed-point price or volume may be wider (up to
-# feeds.market.FIXED_MAX_ABS), so such an int travels as this extension: its digits.
+# core.fixed_point.FIXED_MAX_ABS), so such an int travels as this extension: its digits.
 WIDE_INT_EXT = 1
 SKIPPED = "skipped: an earlier batch failed"
 # How the worker's session shows in pg_stat_activity.

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import msgspec
 
-from feeds.market import FIXED_MAX_ABS, FixedPointError
+from core.fixed_point import FIXED_MAX_ABS, FixedPointError
 from feeds.venues.base import ParseError
 
 # The largest magnitude of a fixed-point value: the one documented range.

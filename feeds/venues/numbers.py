@@ -10,11 +10,10 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Callable
 
-from feeds.market import (
-    MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_from_decimal, fixed_from_whole, parse_fixed,
-)
+from feeds.market import fixed_from_decimal, fixed_from_whole, parse_fixed
+from core.fixed_point import MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError
 
-# Every conversion here returns a value inside feeds.market.FIXED_MAX_ABS or raises
+# Every conversion here returns a value inside core.fixed_point.FIXED_MAX_ABS or raises
 # FixedPointError: at most MAX_WHOLE_DIGITS digits before the point, SCALE_DIGITS after.
 # A longer text is refused before it is parsed, so a hostile "1e999999999" or a
 # 5000-digit string never becomes a huge integer.

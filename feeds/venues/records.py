@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker, fixed_to_str
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
+from core.fixed_point import fixed_to_str
 
 
 def _text(value: int | None) -> str | None:

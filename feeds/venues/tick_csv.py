@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator
 
-from feeds.market import FeedData, MarketData, MarketEvent, Side, fixed_to_str
+from feeds.market import FeedData, MarketData, MarketEvent, Side
+from core.fixed_point import fixed_to_str
 from feeds.venues.base import ParseError
 from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol

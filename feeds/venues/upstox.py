@@ -31,7 +31,8 @@ from django.core.exceptions import ValidationError
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 
-from feeds.market import SCALE, MarketData, MarketEvent
+from feeds.market import MarketData, MarketEvent
+from core.fixed_point import SCALE
 from feeds.venues.base import (
     Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
 )

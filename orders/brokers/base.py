@@ -1,6 +1,6 @@
 """The broker interface and the exact value types that cross it.
 
-Every broker speaks in Decimal-free fixed-point integers (feeds.market.SCALE) and our
+Every broker speaks in Decimal-free fixed-point integers (core.fixed_point.SCALE) and our
 own status names; adapters convert at the edge, through the venue's strings.
 Errors tell apart what is known from what is not: BrokerRejected means the order
 certainly does not exist; BrokerUnavailable means the outcome is unknown, and a

@@ -15,7 +15,8 @@ import functools
 import re
 from typing import Any, Sequence
 
-from feeds.market import fixed_to_str, parse_fixed
+from feeds.market import parse_fixed
+from core.fixed_point import fixed_to_str
 from orders.brokers.base import (
     BrokerFill,
     BrokerOrder,

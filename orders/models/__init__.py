@@ -1,7 +1,7 @@
 """The orders app's tables, one module per idea.
 
 Prices, quantities and money in the new tables are fixed-point integers at
-feeds.market.SCALE (value times 10**12, core.fixed_point_field), as in the tick
+core.fixed_point.SCALE (value times 10**12, core.fixed_point_field), as in the tick
 table: SQLite keeps only 15 significant digits of a DecimalField and sums it as float,
 and a ledger must add up exactly on both databases.
 """

@@ -17,7 +17,7 @@ from core.fixed_point_field import FixedPointField
 
 
 class CapitalLedger(models.Model):
-    """One account's capital, in fixed point (value x feeds.market.SCALE)."""
+    """One account's capital, in fixed point (value x core.fixed_point.SCALE)."""
 
     account = models.OneToOneField("orders.Account", on_delete=models.CASCADE, related_name="ledger")
     allocated_capital = FixedPointField(default=0)

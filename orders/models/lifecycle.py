@@ -4,7 +4,7 @@ An OrderIntent is written (with its capital reservation) before the broker is ca
 so a crash at any later point leaves a durable record that reconciliation resolves by
 asking the broker for that client order id. An Order exists only once the broker has
 confirmed it (no lifecycle without a confirmed exchange order). Numbers are
-fixed point (value x feeds.market.SCALE).
+fixed point (value x core.fixed_point.SCALE).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The paper broker is a simulated exchange: it keeps its book here so that it survives a
 restart of the runtime (reconciliation must find its orders and fills, as with a real
 venue) and so that every process of a scale-out deployment sees one exchange. The
-site's Order/Fill tables are never read by it. Numbers are fixed point (value x feeds.market.SCALE).
+site's Order/Fill tables are never read by it. Numbers are fixed point (value x core.fixed_point.SCALE).
 """
 from __future__ import annotations
 

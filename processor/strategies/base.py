@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from django import forms
 
-from feeds.market import MarketData, fixed_to_str
+from feeds.market import MarketData
+from core.fixed_point import fixed_to_str
 from processor.outputs import OutputRow
 from processor.signals import Position, SignalKind
 

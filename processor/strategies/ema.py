@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 
 from django import forms
 
-from feeds.market import SCALE, MarketData
+from feeds.market import MarketData
+from core.fixed_point import SCALE
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
 from processor.strategies.base import SignalRow, StrategyLogic

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from feeds.market import fixed_to_str, parse_fixed
+from feeds.market import parse_fixed
+from core.fixed_point import fixed_to_str
 from orders.money import notional
 
 SCRIPT = Path(__file__).resolve().parents[2] / "static" / "dashboard.js"

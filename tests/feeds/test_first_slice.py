@@ -4,7 +4,8 @@ from __future__ import annotations
 import asyncio
 
 from feeds.distribution.fanout import FeedFanout, drain
-from feeds.market import FeedData, MarketData, Side, fixed_to_str, parse_fixed
+from feeds.market import FeedData, MarketData, Side, parse_fixed
+from core.fixed_point import fixed_to_str
 from feeds.distribution.price_publisher import PricePublisher
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues.base import FeedSpec, InstrumentSpec

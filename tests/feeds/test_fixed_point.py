@@ -8,10 +8,8 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 import feeds.market as market
-from feeds.market import (
-    FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_from_decimal, fixed_from_whole,
-    fixed_to_decimal, fixed_to_str, parse_fixed,
-)
+from feeds.market import fixed_from_decimal, fixed_from_whole, fixed_to_decimal, parse_fixed
+from core.fixed_point import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_to_str
 
 
 def test_the_scale_is_twelve_places_and_the_range_is_eighteen_whole_digits() -> None:

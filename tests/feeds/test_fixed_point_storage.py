@@ -11,7 +11,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Sum
 
-from feeds.market import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS, FeedData, Side, parse_fixed
+from feeds.market import FeedData, Side, parse_fixed
+from core.fixed_point import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses

@@ -19,7 +19,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from feeds.models import Tick
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses

@@ -20,7 +20,7 @@ from typing import Iterator
 import pytest
 from django.db import close_old_connections, connection
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from orders.brokers.paper import PaperFees, paper_match
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import ExecutorConfig, TradeExecutor

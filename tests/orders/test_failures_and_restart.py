@@ -7,7 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from feeds.distribution.fanout import FeedFanout
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from orders.brokers.base import BrokerOrder, BrokerRejected, BrokerUnavailable, OrderRequest
 from orders.brokers.paper import PaperBroker
 from orders.executor import COMPONENT, ExecutorConfig, TradeExecutor

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from orders.ledger import InsufficientCapital, ledger_allocate, ledger_check, ledger_lock, ledger_reserve
 from orders.locks import lock_acquire, lock_release
 from orders.models import CapitalLedger, LedgerEntry

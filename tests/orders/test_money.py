@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.market import SCALE, parse_fixed
+from feeds.market import parse_fixed
+from core.fixed_point import SCALE
 from orders.money import Rounding, divide, entry_reservation, notional, pro_rata, round_to_step
 
 

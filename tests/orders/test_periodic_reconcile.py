@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from orders.brokers.paper import PaperBroker
 from orders.brokers.base import OrderRequest
 from orders.lifecycle import IntentSpec, intent_create

@@ -7,7 +7,8 @@ from typing import Any, Callable
 import pytest
 from django.db import close_old_connections, connection
 
-from feeds.market import SCALE, parse_fixed
+from feeds.market import parse_fixed
+from core.fixed_point import SCALE
 from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create
 from orders.models import CapitalLedger, OrderIntent

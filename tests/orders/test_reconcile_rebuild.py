@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from django.utils import timezone
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from dashboard.halts import entries_halt_by_reconciliation
 from dashboard.models import KillSwitch
 from dashboard.services import kill_switch_set

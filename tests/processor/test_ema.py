@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from processor.signals import Position, SignalKind
 from processor.strategies.ema import EmaCrossover
 from tests.processor.factories import tick

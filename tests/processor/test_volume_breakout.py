@@ -1,7 +1,7 @@
 """`volume_breakout` against hand-computed bars: close-gated breakouts, hold, cooldown, reversal."""
 from __future__ import annotations
 
-from feeds.market import SCALE
+from core.fixed_point import SCALE
 from processor.signals import Position, SignalKind
 from processor.strategies.volume_breakout import VolumeBreakout
 from tests.processor.factories import tick

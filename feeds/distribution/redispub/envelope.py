@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker, fixed_to_str
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
+from core.fixed_point import fixed_to_str
 
 SCHEMA_VERSION = 1
 

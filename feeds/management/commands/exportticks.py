@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from feeds.market import fixed_to_str
+from core.fixed_point import fixed_to_str
 from feeds.venues.tick_csv import HEADER
 from feeds.recording.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.market import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE_DIGITS, FixedPointError, parse_fixed
+from feeds.market import parse_fixed
+from core.fixed_point import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE_DIGITS, FixedPointError
 from feeds.venues.numbers import (
     decimal_to_fixed, fixed, fixed_positive, fixed_uncached, iso_utc_to_ns, json_fixed, ms_to_ns, whole_to_fixed,
 )

@@ -18,7 +18,7 @@ from tests.feeds.venues import golden
 
 TS_MS = 1_732_924_800_123
 DEEP = b"[" * 1000 + b"]" * 1000
-BEYOND_RANGE = "9" * 19 + ".5"  # 19 whole digits: beyond the documented range (feeds.market.FIXED_MAX_ABS)
+BEYOND_RANGE = "9" * 19 + ".5"  # 19 whole digits: beyond the documented range (core.fixed_point.FIXED_MAX_ABS)
 
 
 def _binance(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:

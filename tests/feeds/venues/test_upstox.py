@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from feeds.market import SCALE, BookTicker, MarketData, MarketEvent, Ticker, parse_fixed
+from feeds.market import BookTicker, MarketData, MarketEvent, Ticker, parse_fixed
+from core.fixed_point import SCALE
 from feeds.venues import upstox
 from feeds.venues.base import ParseError
 from feeds.venues.rest import RestError
