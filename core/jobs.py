@@ -1,7 +1,8 @@
 """Periodic jobs: Celery tasks that record their own last run as component health.
 
-A concrete job is one decorated function; the decorator owns timing, error capture and
-the `job:<name>` health row, whether Celery beat or the embedded site runs it.
+A concrete job is one decorated function in an app's tasks module: the decorator declares
+its name and cadence (core.schedule) and owns timing, error capture and the
+`job:<name>` health row, whether Celery beat or the embedded site runs it.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 from core.health import Status
 from core.metrics import observe_job_run
 from core.models import ComponentHealth
-from core.schedule import job_interval_s, job_named
+from core.schedule import PeriodicJob, job_interval_s, job_named, register_periodic_job
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,8 +41,10 @@ def _record_run(job_name: str, status: Status, reason: str) -> None:
     )
 
 
-def periodic_job(job_name: str) -> Callable[[Callable[[], T]], Callable[[], T]]:
-    """Turn a no-argument function into the Celery task a periodic job (core.schedule) names."""
+def periodic_job(job_name: str, *, every_s: float) -> Callable[[Callable[[], T]], Callable[[], T]]:
+    """Declare a periodic job: `fn` (no arguments) becomes its Celery task, run every `every_s`."""
+    if not every_s > 0:
+        raise ValueError(f"periodic job {job_name!r}: every_s must be positive, not {every_s!r}")
 
     def decorate(fn: Callable[[], T]) -> Callable[[], T]:
         @functools.wraps(fn)
@@ -59,6 +62,8 @@ def periodic_job(job_name: str) -> Callable[[Callable[[], T]], Callable[[], T]]:
             _record_run(job_name, Status.HEALTHY, f"last run ok in {elapsed_ms:.0f} ms: {result}")
             return result
 
-        return shared_task(name=f"{fn.__module__}.{fn.__name__}")(run)
+        task_name = f"{fn.__module__}.{fn.__name__}"
+        register_periodic_job(PeriodicJob(job_name, task_name, float(every_s)))
+        return shared_task(name=task_name)(run)
 
     return decorate

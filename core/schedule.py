@@ -1,15 +1,14 @@
-"""Periodic jobs: what a job is, its cadence, and the table of the jobs this site runs.
+"""Periodic jobs: what a job is, its cadence, and the registry of the jobs this site runs.
 
-The table names app tasks, so the composition root declares it (tradingsite.schedule)
-and installs it here when Django starts. Celery beat reads it in scale-out; the embedded
-site runs the same task functions on the same cadence inside its own process
-(core.runtime.periodic). An operator can change a cadence with PERIODIC_JOB_INTERVALS
-("name=seconds,...").
+A job declares itself: `@periodic_job(name, every_s=...)` (core.jobs) on a function in an
+app's tasks module registers its name, its Celery task and its cadence here. The tasks
+modules of the installed apps are imported on the first read, so Celery beat, the worker
+and the embedded site's in-process runner (core.runtime.periodic) all see the same jobs.
+An operator can change a cadence with PERIODIC_JOB_INTERVALS ("name=seconds,...").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -19,21 +18,36 @@ class PeriodicJob:
     every_s: float  # default cadence
 
 
-# Written once, by install_periodic_jobs at Django start; read-only afterwards.
-_installed: tuple[PeriodicJob, ...] | None = None
+# Filled by @periodic_job when the apps' tasks modules are imported; read-only after.
+_jobs: dict[str, PeriodicJob] = {}
+_discovered = False
 
 
-def install_periodic_jobs(jobs: Sequence[PeriodicJob]) -> None:
-    """Make `jobs` the site's periodic jobs (the composition root calls this at startup)."""
-    global _installed
-    _installed = tuple(jobs)
+class DuplicateJobError(ValueError):
+    """Two different jobs declared under one name."""
+
+
+def register_periodic_job(job: PeriodicJob) -> None:
+    """Add `job`; the same declaration again (a module imported twice) is a no-op."""
+    known = _jobs.get(job.name)
+    if known is not None and known != job:
+        raise DuplicateJobError(f"periodic job {job.name!r} is declared twice: {known.task} and {job.task}")
+    _jobs[job.name] = job
+
+
+def unregister_periodic_job(name: str) -> None:
+    _jobs.pop(name, None)
 
 
 def periodic_jobs() -> tuple[PeriodicJob, ...]:
-    """Return the installed table; refuses before the composition root installed one."""
-    if _installed is None:
-        raise LookupError("no periodic jobs installed: the composition root installs them when Django starts")
-    return _installed
+    """Return every declared job, after importing the installed apps' tasks modules once."""
+    global _discovered
+    if not _discovered:
+        from django.utils.module_loading import autodiscover_modules
+
+        autodiscover_modules("tasks")
+        _discovered = True
+    return tuple(_jobs.values())
 
 
 def job_interval_s(job: PeriodicJob) -> float:
@@ -44,9 +58,12 @@ def job_interval_s(job: PeriodicJob) -> float:
 
 
 def job_named(name: str) -> PeriodicJob:
-    return next(job for job in periodic_jobs() if job.name == name)
+    for job in periodic_jobs():
+        if job.name == name:
+            return job
+    raise LookupError(f"no periodic job named {name!r}")
 
 
-def beat_schedule(jobs: Sequence[PeriodicJob] | None = None) -> dict[str, dict[str, object]]:
-    """Return `jobs` (the installed table by default) in Celery's beat_schedule shape."""
-    return {job.name: {"task": job.task, "schedule": job_interval_s(job)} for job in (jobs or periodic_jobs())}
+def beat_schedule() -> dict[str, dict[str, object]]:
+    """Return every declared job in Celery's beat_schedule shape."""
+    return {job.name: {"task": job.task, "schedule": job_interval_s(job)} for job in periodic_jobs()}

@@ -1,10 +1,10 @@
-"""Periodic jobs of the feeds app (cadence in tradingsite.schedule)."""
+"""Periodic jobs of the feeds app."""
 from __future__ import annotations
 
 from feeds.distribution.redispub import metadata
 from core.jobs import periodic_job
 
 
-@periodic_job("refresh-instrument-metadata")
+@periodic_job("refresh-instrument-metadata", every_s=3600.0)
 def instrument_metadata_refresh() -> str:
     return metadata.instrument_metadata_refresh()

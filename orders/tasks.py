@@ -1,10 +1,10 @@
-"""Periodic jobs of the orders app (cadence in tradingsite.schedule)."""
+"""Periodic jobs of the orders app."""
 from __future__ import annotations
 
 from orders import services
 from core.jobs import periodic_job
 
 
-@periodic_job("orders-reconcile")
+@periodic_job("orders-reconcile", every_s=10.0)
 def reconcile_accounts() -> str:
     return services.reconcile_accounts()

@@ -15,8 +15,13 @@ app.autodiscover_tasks()
 
 @app.on_after_configure.connect  # type: ignore[untyped-decorator]  # celery ships no types
 def _install_beat_schedule(sender: Celery, **kwargs: Any) -> None:
-    # Settings are readable only once configured, never at import time.
-    from core.schedule import beat_schedule
-    from tradingsite.schedule import PERIODIC_JOBS
+    # The jobs declare themselves in the apps' tasks modules, which need the apps loaded:
+    # beat reads its schedule before Celery's Django fixup has set Django up.
+    import django
+    from django.apps import apps
 
-    sender.conf.beat_schedule = beat_schedule(PERIODIC_JOBS)
+    if not apps.ready:
+        django.setup()
+    from core.schedule import beat_schedule
+
+    sender.conf.beat_schedule = beat_schedule()

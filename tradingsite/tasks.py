@@ -1,4 +1,4 @@
-"""Periodic housekeeping of the site (see tradingsite.schedule for the cadence)."""
+"""Periodic housekeeping of the site: session expiry and the pruning of old health rows."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -8,11 +8,11 @@ from core.jobs import periodic_job
 from tradingsite import services
 
 
-@periodic_job("clear-expired-sessions")
+@periodic_job("clear-expired-sessions", every_s=3600.0)
 def clear_expired_sessions() -> int:
     return services.sessions_clear_expired()
 
 
-@periodic_job("prune-component-health")
+@periodic_job("prune-component-health", every_s=600.0)
 def prune_component_health() -> int:
     return health_services.component_health_prune(older_than=timedelta(hours=1))

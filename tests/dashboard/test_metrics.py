@@ -67,17 +67,20 @@ def test_health_transitions_count_reconnects_and_breaker_state() -> None:
 
 @pytest.mark.django_db
 def test_a_periodic_job_records_its_duration_and_last_run() -> None:
-    from tradingsite.schedule import PERIODIC_JOBS
+    from core.schedule import unregister_periodic_job
 
-    name = PERIODIC_JOBS[0].name
+    name = "metrics-probe-job"
     count_before = sum(s.value for s in core_metrics.JOB_DURATION.collect()[0].samples
                        if s.name.endswith("_count") and s.labels["job"] == name)
 
-    @periodic_job(name)
+    @periodic_job(name, every_s=60.0)
     def job() -> str:
         return "done"
 
-    job()
+    try:
+        job()
+    finally:
+        unregister_periodic_job(name)
     samples = core_metrics.JOB_DURATION.collect()[0].samples
     assert sum(s.value for s in samples if s.name.endswith("_count") and s.labels["job"] == name) == count_before + 1
     last_run = core_metrics.JOB_LAST_RUN.labels(name, "ok")._value.get()

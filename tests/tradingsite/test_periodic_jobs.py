@@ -20,8 +20,7 @@ from tests.helpers import async_eventually, eventually
 from tradingsite.celery import app as celery_app
 from core.models import ComponentHealth
 from core.runtime.periodic import _finish_when_cancelled, run_periodic_job
-from core.schedule import beat_schedule, job_named
-from tradingsite.schedule import PERIODIC_JOBS
+from core.schedule import beat_schedule, job_named, periodic_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,11 +33,19 @@ def make_sessions() -> tuple[str, str]:
     return expired.session_key, live.session_key
 
 
-def test_celery_beat_schedule_is_the_declared_table() -> None:
-    assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in PERIODIC_JOBS}
+def test_celery_beat_schedule_is_every_declared_job() -> None:
+    declared = {job.name: (job.task, job.every_s) for job in periodic_jobs()}
+    assert declared == {
+        "clear-expired-sessions": ("tradingsite.tasks.clear_expired_sessions", 3600.0),
+        "prune-component-health": ("tradingsite.tasks.prune_component_health", 600.0),
+        "recovery-token-expiry": ("recovery.tasks.expire_broker_tokens", 60.0),
+        "refresh-instrument-metadata": ("feeds.tasks.instrument_metadata_refresh", 3600.0),
+        "orders-reconcile": ("orders.tasks.reconcile_accounts", 10.0),
+    }
+    assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in periodic_jobs()}
     assert celery_app.conf.beat_schedule == beat_schedule()
     celery_app.loader.import_default_modules()  # what a worker does at start: autodiscovery
-    for job in PERIODIC_JOBS:
+    for job in periodic_jobs():
         assert job.task in celery_app.tasks, f"{job.task} is not a registered Celery task"
 
 

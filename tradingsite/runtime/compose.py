@@ -13,6 +13,7 @@ from core.health import Status
 from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from core.runtime.periodic import run_periodic_job
 from core.runtime.reporting import report_health_forever, withdraw_health
+from core.schedule import periodic_jobs
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
 from feeds.venues.upstox_startup import upstox_token_startup_tasks
@@ -22,7 +23,6 @@ from processor.startup import processor_startup_tasks
 from recovery.startup import recovery_startup_tasks
 from tradingsite.metrics_startup import metrics_startup_tasks
 from tradingsite.runtime.hubs import RuntimeHubs
-from tradingsite.schedule import PERIODIC_JOBS
 
 
 def _health_reporting(role: str) -> StartupTask:
@@ -72,7 +72,7 @@ def build_hubs() -> RuntimeHubs:
 
 def _periodic_jobs() -> StartupTask:
     async def start(ctx: RuntimeContext) -> None:
-        for job in PERIODIC_JOBS:
+        for job in periodic_jobs():
             ctx.spawn(f"job:{job.name}", run_periodic_job(job))
 
     return StartupTask("start-periodic-jobs", Phase.DATA_BRIDGE, start)

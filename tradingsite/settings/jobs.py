@@ -18,7 +18,7 @@ else:
     CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
-# Cadence overrides for tradingsite.schedule, e.g. "clear-expired-sessions=600".
+# Cadence overrides of the declared periodic jobs (core.schedule), e.g. "clear-expired-sessions=600".
 PERIODIC_JOB_INTERVALS: dict[str, float] = {}
 for _item in env.list("PERIODIC_JOB_INTERVALS", default=[]):
     _name, _, _seconds = _item.partition("=")
