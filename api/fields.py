@@ -1,6 +1,8 @@
 """Serializer fields for the project's exact numbers."""
+
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -30,7 +32,7 @@ class NanosecondsField(serializers.Field):
         super().__init__(**kwargs)
 
     def to_representation(self, value: int) -> str:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         seconds, nanos = divmod(int(value), 1_000_000_000)
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=nanos // 1000).isoformat()
+        return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=nanos // 1000).isoformat()

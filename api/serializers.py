@@ -1,4 +1,5 @@
 """Read-only representations of what the API lists. Money and prices are decimal strings."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,9 +8,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.fields import FixedPointField, NanosecondsField
+from core.fixed_point import fixed_to_str
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal
-from core.fixed_point import fixed_to_str
 from orders.models import Account, Fill, LedgerEntry, Order, Outcome, Position, SignalOutcome
 from processor.models import Strategy, StrategySignal
 from recovery.models import AuthPrompt
@@ -52,8 +53,17 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
     class Meta:
         model = LedgerEntry
         fields = [
-            "id", "account", "kind", "delta_allocated", "delta_reserved_for_orders", "delta_reserved_for_positions",
-            "delta_realized_pnl", "client_order_id", "exchange_trade_id", "reason", "created_at",
+            "id",
+            "account",
+            "kind",
+            "delta_allocated",
+            "delta_reserved_for_orders",
+            "delta_reserved_for_positions",
+            "delta_realized_pnl",
+            "client_order_id",
+            "exchange_trade_id",
+            "reason",
+            "created_at",
         ]
 
 
@@ -70,9 +80,25 @@ class OrderSerializer(serializers.ModelSerializer):
     class Meta:
         model = Order
         fields = [
-            "id", "account", "client_order_id", "exchange_order_id", "strategy", "feed", "symbol", "intent", "side",
-            "order_type", "quantity", "price", "status", "filled_quantity", "average_fill_price", "reserved",
-            "via_reconciliation", "created_at", "updated_at",
+            "id",
+            "account",
+            "client_order_id",
+            "exchange_order_id",
+            "strategy",
+            "feed",
+            "symbol",
+            "intent",
+            "side",
+            "order_type",
+            "quantity",
+            "price",
+            "status",
+            "filled_quantity",
+            "average_fill_price",
+            "reserved",
+            "via_reconciliation",
+            "created_at",
+            "updated_at",
         ]
 
 
@@ -88,8 +114,19 @@ class FillSerializer(serializers.ModelSerializer):
     class Meta:
         model = Fill
         fields = [
-            "id", "account", "order", "client_order_id", "symbol", "side", "exchange_trade_id", "quantity", "price",
-            "fee", "executed_at", "via_reconciliation", "created_at",
+            "id",
+            "account",
+            "order",
+            "client_order_id",
+            "symbol",
+            "side",
+            "exchange_trade_id",
+            "quantity",
+            "price",
+            "fee",
+            "executed_at",
+            "via_reconciliation",
+            "created_at",
         ]
 
 
@@ -107,8 +144,21 @@ class PositionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Position
         fields = [
-            "id", "account", "strategy", "feed", "symbol", "side", "state", "quantity", "cost", "average_price",
-            "realized_pnl", "last_price", "unrealized_pnl", "opened_at", "closed_at",
+            "id",
+            "account",
+            "strategy",
+            "feed",
+            "symbol",
+            "side",
+            "state",
+            "quantity",
+            "cost",
+            "average_price",
+            "realized_pnl",
+            "last_price",
+            "unrealized_pnl",
+            "opened_at",
+            "closed_at",
         ]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
@@ -117,7 +167,9 @@ class PositionSerializer(serializers.ModelSerializer):
         if position.state != Position.State.OPEN:
             return None
         pnl = unrealized_pnl(
-            side=position.side, quantity=position.quantity, cost=position.cost,
+            side=position.side,
+            quantity=position.quantity,
+            cost=position.cost,
             last_price=getattr(position, "last_price", None),
             multiplier=fixed_from_decimal(position.instrument.contract_multiplier),
         )
@@ -148,8 +200,18 @@ class SignalSerializer(serializers.ModelSerializer):
     class Meta:
         model = StrategySignal
         fields = [
-            "id", "strategy", "strategy_name", "feed", "symbol", "kind", "price", "emitted_at", "occurred_at", "output_id",
-            "outcomes", "traded",
+            "id",
+            "strategy",
+            "strategy_name",
+            "feed",
+            "symbol",
+            "kind",
+            "price",
+            "emitted_at",
+            "occurred_at",
+            "output_id",
+            "outcomes",
+            "traded",
         ]
 
     def get_traded(self, signal: StrategySignal) -> bool:
@@ -187,4 +249,14 @@ class StrategySerializer(serializers.ModelSerializer):
 class PromptSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuthPrompt
-        fields = ["id", "recovery_token", "broker", "kind", "terminal", "message", "login_url", "last_error", "created_at"]
+        fields = [
+            "id",
+            "recovery_token",
+            "broker",
+            "kind",
+            "terminal",
+            "message",
+            "login_url",
+            "last_error",
+            "created_at",
+        ]

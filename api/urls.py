@@ -4,6 +4,7 @@ The site's LoginRequiredMiddleware would redirect a token-authenticated request 
 runs before DRF authenticates), so every API view opts out of it and relies on DRF's
 IsAuthenticated instead, which accepts a session or `Authorization: Token <key>`.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
@@ -33,7 +34,9 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
     return patterns
 
 
-urlpatterns = _token_friendly([
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    *router.urls,
-])
+urlpatterns = _token_friendly(
+    [
+        path("schema/", SpectacularAPIView.as_view(), name="schema"),
+        *router.urls,
+    ]
+)

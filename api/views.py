@@ -1,5 +1,6 @@
 """The read-only JSON API. Every queryset comes from a user-scoped selector, so another
 user's object is simply not there: a 404, the same as one that does not exist."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,7 +23,6 @@ from core.selectors import component_health_effective
 from dashboard import selectors
 from orders.models import Outcome, TradeSetting
 from recovery.selectors import prompts_open_for_user
-
 
 # Ids and foreign keys are 64-bit on PostgreSQL; a larger number would fail in the database.
 _ID_RANGE = range(-(2**63), 2**63)
@@ -81,7 +81,9 @@ class OrderViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.OrderSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(selectors.orders_for_user(self.request.user), self.request, "account", "status", "client_order_id")
+        return _filtered(
+            selectors.orders_for_user(self.request.user), self.request, "account", "status", "client_order_id"
+        )
 
 
 @extend_schema(parameters=[_account_param, OpenApiParameter("order", int)])
@@ -109,9 +111,14 @@ _outcome_param = OpenApiParameter(
 )
 
 
-@extend_schema(parameters=[
-    OpenApiParameter("strategy", int), OpenApiParameter("symbol", str), OpenApiParameter("kind", str), _outcome_param,
-])
+@extend_schema(
+    parameters=[
+        OpenApiParameter("strategy", int),
+        OpenApiParameter("symbol", str),
+        OpenApiParameter("kind", str),
+        _outcome_param,
+    ]
+)
 class SignalViewSet(viewsets.ReadOnlyModelViewSet):
     """Signals of the strategies that trade on your accounts, newest first, each with its outcome per account."""
 
@@ -122,7 +129,9 @@ class SignalViewSet(viewsets.ReadOnlyModelViewSet):
         outcome = self.request.query_params.get("outcome")
         if outcome not in (None, ""):
             if outcome not in Outcome.values:
-                raise ValidationError({"outcome": [f"{outcome!r} is not an outcome; one of: {', '.join(Outcome.values)}"]})
+                raise ValidationError(
+                    {"outcome": [f"{outcome!r} is not an outcome; one of: {', '.join(Outcome.values)}"]}
+                )
             signals = selectors.signals_with_outcome(signals, self.request.user, outcome)
         return signals
 
@@ -173,8 +182,14 @@ class HealthViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         for view in component_health_effective():
             if view.component == pk:
-                return Response({
-                    "component": view.component, "status": view.status.value, "reason": view.reason,
-                    "process": view.process, "updated_at": view.updated_at.isoformat(), "age_s": round(view.age_s, 3),
-                })
+                return Response(
+                    {
+                        "component": view.component,
+                        "status": view.status.value,
+                        "reason": view.reason,
+                        "process": view.process,
+                        "updated_at": view.updated_at.isoformat(),
+                        "age_s": round(view.age_s, 3),
+                    }
+                )
         raise Http404(f"no component {pk!r}")

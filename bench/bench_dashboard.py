@@ -11,6 +11,7 @@ The consumer reads which strategies a user may see from the database; this bench
 measures the socket path only, so that one query is answered from memory.
 Run: .venv/bin/python bench/bench_dashboard.py   (prints figures; asserts nothing about time)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,15 +31,25 @@ INSTRUMENTS = 50
 
 
 def price(n: int, i: int) -> dict[str, object]:
-    return {"feed": "sim", "symbol": f"SYM{i}", "price": f"{100 + n % 7}.{i}", "open": "100", "volume": "1",
-            "ticks": n, "ts_ms": n}
+    return {
+        "feed": "sim",
+        "symbol": f"SYM{i}",
+        "price": f"{100 + n % 7}.{i}",
+        "open": "100",
+        "volume": "1",
+        "ticks": n,
+        "ts_ms": n,
+    }
 
 
 def bench_outbox_fold() -> None:
     from dashboard.conflation import BrowserOutbox
 
     box = BrowserOutbox(interval_s=0.25, max_unacked=10**9)
-    messages = [{"type": "market.prices", "prices": [price(n, (n * 5 + k) % INSTRUMENTS) for k in range(5)]} for n in range(200_000)]
+    messages = [
+        {"type": "market.prices", "prices": [price(n, (n * 5 + k) % INSTRUMENTS) for k in range(5)]}
+        for n in range(200_000)
+    ]
     rows_out = 0
     virtual_now = 0.0
     started = time.perf_counter()
@@ -50,8 +61,10 @@ def bench_outbox_fold() -> None:
                 rows_out += len(batch.get("prices", ()))
     elapsed = time.perf_counter() - started
     rows_in = len(messages) * 5
-    print(f"outbox fold: {rows_in / elapsed:,.0f} rows/s folded; {rows_in:,} rows in, {rows_out:,} rows sent "
-          f"({rows_in / max(rows_out, 1):,.0f} in per 1 sent, {INSTRUMENTS} instruments, 0.25 s interval)")
+    print(
+        f"outbox fold: {rows_in / elapsed:,.0f} rows/s folded; {rows_in:,} rows in, {rows_out:,} rows sent "
+        f"({rows_in / max(rows_out, 1):,.0f} in per 1 sent, {INSTRUMENTS} instruments, 0.25 s interval)"
+    )
 
 
 async def bench_socket(messages: int = 20_000) -> None:
@@ -104,9 +117,11 @@ async def bench_socket(messages: int = 20_000) -> None:
     await browser.disconnect()
     send_s = sent_at - started
     total_s = finished_at - started
-    print(f"socket path: {messages / send_s:,.0f} messages/s into the layer; browser got {batches} batches, "
-          f"{rows:,} rows in {total_s:.2f}s ({batches / total_s:.1f} batches/s, {rows / total_s:,.0f} rows/s); "
-          f"last price reached the browser {1000 * (finished_at - sent_at):.0f} ms after the last send")
+    print(
+        f"socket path: {messages / send_s:,.0f} messages/s into the layer; browser got {batches} batches, "
+        f"{rows:,} rows in {total_s:.2f}s ({batches / total_s:.1f} batches/s, {rows / total_s:,.0f} rows/s); "
+        f"last price reached the browser {1000 * (finished_at - sent_at):.0f} ms after the last send"
+    )
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ every decimal in every frame fresh digits, the worst case where no number repeat
 
 Run: .venv/bin/python bench/bench_parse.py   (prints figures; asserts nothing about time)
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,10 @@ import random
 import re
 import sys
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMES = int(os.environ.get("BENCH_PARSE_FRAMES", "300000"))
@@ -42,6 +44,7 @@ def _setup_django() -> None:
 
 # --- naive parsers: json.loads + Decimal, producing the same fields ------------------------
 
+
 def naive_binance(frame: bytes) -> list[dict[str, Any]]:
     message = json.loads(frame)
     payload = message.get("data", message) if isinstance(message, dict) else message
@@ -50,14 +53,37 @@ def naive_binance(frame: bytes) -> list[dict[str, Any]]:
     for data in updates:
         kind = data["e"]
         if kind == "aggTrade":
-            events.append({"symbol": data["s"], "price": Decimal(data["p"]), "quantity": Decimal(data["q"]),
-                           "ts": data["T"] * _NS_PER_MS, "id": str(data["a"]), "side": "sell" if data["m"] else "buy"})
+            events.append(
+                {
+                    "symbol": data["s"],
+                    "price": Decimal(data["p"]),
+                    "quantity": Decimal(data["q"]),
+                    "ts": data["T"] * _NS_PER_MS,
+                    "id": str(data["a"]),
+                    "side": "sell" if data["m"] else "buy",
+                }
+            )
         elif kind == "markPriceUpdate":
-            events.append({"symbol": data["s"], "mark": Decimal(data["p"]), "index": Decimal(data["i"]),
-                           "funding": Decimal(data["r"]) if data["r"] else None, "ts": data["E"] * _NS_PER_MS})
+            events.append(
+                {
+                    "symbol": data["s"],
+                    "mark": Decimal(data["p"]),
+                    "index": Decimal(data["i"]),
+                    "funding": Decimal(data["r"]) if data["r"] else None,
+                    "ts": data["E"] * _NS_PER_MS,
+                }
+            )
         elif kind == "bookTicker":
-            events.append({"symbol": data["s"], "bid": Decimal(data["b"]), "bid_size": Decimal(data["B"]),
-                           "ask": Decimal(data["a"]), "ask_size": Decimal(data["A"]), "ts": data["T"] * _NS_PER_MS})
+            events.append(
+                {
+                    "symbol": data["s"],
+                    "bid": Decimal(data["b"]),
+                    "bid_size": Decimal(data["B"]),
+                    "ask": Decimal(data["a"]),
+                    "ask_size": Decimal(data["A"]),
+                    "ts": data["T"] * _NS_PER_MS,
+                }
+            )
     return events
 
 
@@ -76,11 +102,26 @@ def naive_bitflyer(frame: bytes) -> list[dict[str, Any]]:
         return []
     body = params["message"]
     if isinstance(body, list):
-        return [{"symbol": params["channel"][21:], "price": item["price"], "quantity": item["size"],
-                 "ts": _iso_ns(item["exec_date"]), "id": str(item["id"]), "side": item["side"].lower() or None}
-                for item in body]
-    return [{"symbol": body["product_code"], "last": body["ltp"], "bid": body["best_bid"],
-             "ask": body["best_ask"], "ts": _iso_ns(body["timestamp"])}]
+        return [
+            {
+                "symbol": params["channel"][21:],
+                "price": item["price"],
+                "quantity": item["size"],
+                "ts": _iso_ns(item["exec_date"]),
+                "id": str(item["id"]),
+                "side": item["side"].lower() or None,
+            }
+            for item in body
+        ]
+    return [
+        {
+            "symbol": body["product_code"],
+            "last": body["ltp"],
+            "bid": body["best_bid"],
+            "ask": body["best_ask"],
+            "ts": _iso_ns(body["timestamp"]),
+        }
+    ]
 
 
 def naive_kucoin(frame: bytes) -> list[dict[str, Any]]:
@@ -89,17 +130,44 @@ def naive_kucoin(frame: bytes) -> list[dict[str, Any]]:
         return []
     data, subject = message["data"], message["subject"]
     if subject == "match":
-        return [{"symbol": data["symbol"], "price": Decimal(data["price"]), "quantity": Decimal(data["size"]),
-                 "ts": int(data["ts"]), "id": data["tradeId"], "side": data["side"]}]
+        return [
+            {
+                "symbol": data["symbol"],
+                "price": Decimal(data["price"]),
+                "quantity": Decimal(data["size"]),
+                "ts": int(data["ts"]),
+                "id": data["tradeId"],
+                "side": data["side"],
+            }
+        ]
     if subject == "mark.index.price":
-        return [{"symbol": message["topic"].partition(":")[2], "mark": data["markPrice"],
-                 "index": data["indexPrice"], "ts": int(data["timestamp"]) * _NS_PER_MS}]
+        return [
+            {
+                "symbol": message["topic"].partition(":")[2],
+                "mark": data["markPrice"],
+                "index": data["indexPrice"],
+                "ts": int(data["timestamp"]) * _NS_PER_MS,
+            }
+        ]
     if subject == "funding.rate":
-        return [{"symbol": message["topic"].partition(":")[2], "funding": data["fundingRate"],
-                 "ts": int(data["timestamp"]) * _NS_PER_MS}]
+        return [
+            {
+                "symbol": message["topic"].partition(":")[2],
+                "funding": data["fundingRate"],
+                "ts": int(data["timestamp"]) * _NS_PER_MS,
+            }
+        ]
     if subject == "tickerV2":
-        return [{"symbol": data["symbol"], "bid": Decimal(data["bestBidPrice"]), "ask": Decimal(data["bestAskPrice"]),
-                 "bid_size": data["bestBidSize"], "ask_size": data["bestAskSize"], "ts": int(data["ts"])}]
+        return [
+            {
+                "symbol": data["symbol"],
+                "bid": Decimal(data["bestBidPrice"]),
+                "ask": Decimal(data["bestAskPrice"]),
+                "bid_size": data["bestBidSize"],
+                "ask_size": data["bestAskSize"],
+                "ts": int(data["ts"]),
+            }
+        ]
     return []
 
 
@@ -114,8 +182,14 @@ def naive_upstox(frame: bytes) -> list[dict[str, Any]]:
     for key, feed in message.get("feeds", {}).items():
         ltpc = feed.get("ltpc") or feed.get("fullFeed", {}).get("marketFF", {}).get("ltpc")
         if ltpc:
-            events.append({"symbol": key, "price": Decimal(repr(ltpc.get("ltp", 0.0))),
-                           "quantity": Decimal(ltpc.get("ltq", "0")), "ts": int(ltpc.get("ltt", "0")) * _NS_PER_MS})
+            events.append(
+                {
+                    "symbol": key,
+                    "price": Decimal(repr(ltpc.get("ltp", 0.0))),
+                    "quantity": Decimal(ltpc.get("ltq", "0")),
+                    "ts": int(ltpc.get("ltt", "0")) * _NS_PER_MS,
+                }
+            )
     return events
 
 
@@ -152,11 +226,13 @@ _DECIMAL = re.compile(rb"(\d+\.)(\d+)")
 
 def unique_numbers(frames: list[bytes]) -> list[bytes]:
     """Return the frames with every decimal's fraction replaced by fresh, non-zero-ending digits."""
+
     def vary(frame: bytes, rng: random.Random) -> bytes:
         def digits(match: re.Match[bytes]) -> bytes:
             width = len(match.group(2))
             fresh = "".join(rng.choice("0123456789") for _ in range(width - 1)) + rng.choice("123456789")
             return match.group(1) + fresh.encode()
+
         return _DECIMAL.sub(digits, frame)
 
     return [vary(frame, random.Random(number)) for number, frame in enumerate(frames)]
@@ -214,8 +290,10 @@ def _report(name: str, mix: str, adapter: Any, frames: list[bytes]) -> None:
         target = "  (target >= 2x)"
     else:
         target = "  (worst case, no target)"
-    print(f"  {name:15s} {mix:9s} parse {rate:>11,.0f} frames/s   naive {baseline:>11,.0f} frames/s   "
-          f"ratio {rate / baseline:4.2f}x{target}")
+    print(
+        f"  {name:15s} {mix:9s} parse {rate:>11,.0f} frames/s   naive {baseline:>11,.0f} frames/s   "
+        f"ratio {rate / baseline:4.2f}x{target}"
+    )
 
 
 if __name__ == "__main__":

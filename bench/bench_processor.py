@@ -11,6 +11,7 @@ Prints, in one run:
 
 Run: .venv/bin/python bench/bench_processor.py [--ticks N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,8 @@ import django  # noqa: E402
 
 django.setup()
 
+from core.fixed_point import SCALE  # noqa: E402
 from feeds.market import FeedData, MarketData  # noqa: E402
-from core.fixed_point import SCALE
 from processor.processor import Processor  # noqa: E402
 from processor.specs import StrategySpec  # noqa: E402
 
@@ -64,24 +65,31 @@ class CountingSink:
 
 def make_ticks(count: int, symbols: list[str], seed: int = 1) -> list[MarketData]:
     rng = random.Random(seed)
-    price = {symbol: 64_000.0 for symbol in symbols}
+    price = dict.fromkeys(symbols, 64000.0)
     ticks = []
     ts = 1_700_000_000_000_000_000
     for i in range(count):
         symbol = symbols[i % len(symbols)]
         ts += rng.randint(0, 40) * 1_000_000
         price[symbol] = max(1.0, price[symbol] + rng.gauss(0, 5))
-        ticks.append(MarketData(symbol, int(round(price[symbol], 1) * 10) * SCALE // 10, rng.randint(1, 1000) * SCALE // 1000, ts, ts))
+        ticks.append(
+            MarketData(
+                symbol, int(round(price[symbol], 1) * 10) * SCALE // 10, rng.randint(1, 1000) * SCALE // 1000, ts, ts
+            )
+        )
     return ticks
 
 
 def batches_of(ticks: list[MarketData], size: int) -> list[FeedData]:
-    return [FeedData(FEED, tuple(ticks[i:i + size])) for i in range(0, len(ticks), size)]
+    return [FeedData(FEED, tuple(ticks[i : i + size])) for i in range(0, len(ticks), size)]
 
 
 def spec(strategy_id: int, kind: str, params: dict, symbols: list[str]) -> StrategySpec:
     return StrategySpec.build(
-        strategy_id=strategy_id, name=f"bench-{strategy_id}", kind=kind, params=params,
+        strategy_id=strategy_id,
+        name=f"bench-{strategy_id}",
+        kind=kind,
+        params=params,
         instruments=frozenset((FEED, symbol) for symbol in symbols),
     )
 
@@ -195,7 +203,9 @@ def write_csv(path: Path, ticks: list[MarketData]) -> None:
         writer = csv.writer(handle)
         writer.writerow(["ts_ms", "symbol", "price", "volume"])
         for tick in ticks:
-            writer.writerow([tick.ts_event // 1_000_000, tick.symbol, f"{tick.price / SCALE:.1f}", f"{tick.volume / SCALE:.3f}"])
+            writer.writerow(
+                [tick.ts_event // 1_000_000, tick.symbol, f"{tick.price / SCALE:.1f}", f"{tick.volume / SCALE:.3f}"]
+            )
 
 
 def main() -> None:
@@ -209,14 +219,18 @@ def main() -> None:
     sink = CountingSink()
     elapsed = asyncio.run(run_processor([spec(1, "ema", EMA, ["BTC"])], batches_of(ticks, BATCH), sink))
     live_rate = len(ticks) / elapsed
-    print(f"live processor 1 strategy x 1 instrument: {live_rate:,.0f} ticks/s "
-          f"({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)")
+    print(
+        f"live processor 1 strategy x 1 instrument: {live_rate:,.0f} ticks/s "
+        f"({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
+    )
 
     started = time.perf_counter()
     bare_signals = bare_ema(ticks, EMA["timeframe_s"], EMA["fast"], EMA["slow"])
     bare_rate = len(ticks) / (time.perf_counter() - started)
-    print(f"bare Python EMA loop over the same ticks (limit): {bare_rate:,.0f} ticks/s ({bare_signals:,} signals; "
-          f"live processor = {live_rate / bare_rate:.0%} of it)")
+    print(
+        f"bare Python EMA loop over the same ticks (limit): {bare_rate:,.0f} ticks/s ({bare_signals:,} signals; "
+        f"live processor = {live_rate / bare_rate:.0%} of it)"
+    )
     if bare_signals != sink.signals_seen:
         raise SystemExit(f"bench: live processor and bare loop disagree: {sink.signals_seen} vs {bare_signals} signals")
 
@@ -226,19 +240,29 @@ def main() -> None:
         if i % 2:
             specs.append(spec(100 + i, "ema", {"timeframe_s": 5 + i, "fast": 5 + i % 7, "slow": 30 + i}, symbols))
         else:
-            specs.append(spec(100 + i, "volume_breakout",
-                              {"bar_volume": str(5 + i), "lookback": 10, "hold_bars": 5, "cooldown_bars": 2}, symbols))
+            specs.append(
+                spec(
+                    100 + i,
+                    "volume_breakout",
+                    {"bar_volume": str(5 + i), "lookback": 10, "hold_bars": 5, "cooldown_bars": 2},
+                    symbols,
+                )
+            )
     wide = make_ticks(args.wide_ticks, symbols, seed=2)
     sink = CountingSink()
     elapsed = asyncio.run(run_processor(specs, batches_of(wide, BATCH), sink))
-    print(f"live processor 50 strategies x 200 instruments: {len(wide) / elapsed:,.0f} ticks/s in, "
-          f"{sink.outputs_seen / elapsed:,.0f} strategy-ticks/s ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)")
+    print(
+        f"live processor 50 strategies x 200 instruments: {len(wide) / elapsed:,.0f} ticks/s in, "
+        f"{sink.outputs_seen / elapsed:,.0f} strategy-ticks/s ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
+    )
 
     latencies = sorted(asyncio.run(latency(zigzag_ticks(20_000))))
     p50 = latencies[len(latencies) // 2] / 1000
     p99 = latencies[int(len(latencies) * 0.99)] / 1000
-    print(f"tick-to-signal latency (one-tick batches, {len(latencies)} signals): p50 {p50:.1f} us, p99 {p99:.1f} us, "
-          f"mean {statistics.fmean(latencies) / 1000:.1f} us")
+    print(
+        f"tick-to-signal latency (one-tick batches, {len(latencies)} signals): p50 {p50:.1f} us, p99 {p99:.1f} us, "
+        f"mean {statistics.fmean(latencies) / 1000:.1f} us"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ticks.csv"
@@ -248,18 +272,34 @@ def main() -> None:
         bare_wall = time.perf_counter() - started
         started = time.perf_counter()
         result = subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), "backtest", "--strategy", "ema", "--params",
-             '{"timeframe_s": 5, "fast": 12, "slow": 26}', "--ticks", str(path), "--signals-only"],
-            capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "backtest",
+                "--strategy",
+                "ema",
+                "--params",
+                '{"timeframe_s": 5, "fast": 12, "slow": 26}',
+                "--ticks",
+                str(path),
+                "--signals-only",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         backtest_wall = time.perf_counter() - started
     backtest_signals = len(result.stdout.splitlines())
     bare_csv_signals = int(bare.stdout.split()[0])
-    print(f"bare Python loop reading the CSV + same EMA crossover: {len(ticks) / bare_wall:,.0f} ticks/s "
-          f"({bare_wall:.2f}s wall incl. interpreter start, {bare_csv_signals:,} signals)")
-    print(f"manage.py backtest --signals-only on the same CSV: {len(ticks) / backtest_wall:,.0f} ticks/s "
-          f"({backtest_wall:.2f}s wall incl. Django start, {backtest_signals:,} signals) = "
-          f"{bare_wall / backtest_wall:.0%} of the bare loop")
+    print(
+        f"bare Python loop reading the CSV + same EMA crossover: {len(ticks) / bare_wall:,.0f} ticks/s "
+        f"({bare_wall:.2f}s wall incl. interpreter start, {bare_csv_signals:,} signals)"
+    )
+    print(
+        f"manage.py backtest --signals-only on the same CSV: {len(ticks) / backtest_wall:,.0f} ticks/s "
+        f"({backtest_wall:.2f}s wall incl. Django start, {backtest_signals:,} signals) = "
+        f"{bare_wall / backtest_wall:.0%} of the bare loop"
+    )
     print(f"  {result.stderr.strip().splitlines()[-1]}")
 
 

@@ -14,6 +14,7 @@ Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
 Run: .venv/bin/python bench/bench_recorder.py [--ticks N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,7 @@ SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 BATCH = 5000
 
 
-
-def _serve_venue(count: int, port_queue: "multiprocessing.Queue[tuple[str, str]]", stop_event) -> None:  # type: ignore[no-untyped-def]
+def _serve_venue(count: int, port_queue: multiprocessing.Queue[tuple[str, str]], stop_event) -> None:  # type: ignore[no-untyped-def]
     """Child process: serve the tape; release all of it once the stream has subscribed."""
     from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 
@@ -56,26 +56,30 @@ def _serve_venue(count: int, port_queue: "multiprocessing.Queue[tuple[str, str]]
 async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float, list[tuple]]:  # type: ignore[type-arg]
     from channels.db import database_sync_to_async
 
+    from core.health import HealthBoard
     from feeds.distribution.fanout import FeedFanout, drain
-    from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
     from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
-    from feeds.streams.venue_limiter import VenueRateLimiter
-    from feeds.venues.base import PublishedLimits
+    from feeds.recording.database_writer import pipelined_writer_for_database
     from feeds.recording.recorder import TickRecorder
     from feeds.recording.tick_selectors import tick_addresses
-    from feeds.recording.database_writer import pipelined_writer_for_database
+    from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
+    from feeds.streams.venue_limiter import VenueRateLimiter
     from feeds.venues import get_venue
-    from feeds.venues.base import FeedSpec, InstrumentSpec
-    from core.health import HealthBoard
+    from feeds.venues.base import FeedSpec, InstrumentSpec, PublishedLimits
 
     def setup() -> None:
         _truncate_ticks()
         Feed.objects.filter(name="bench").delete()
-        feed = Feed.objects.create(name="bench", venue="binance-usdm", market_type=MarketType.PERPETUAL,
-                                   settings={"ws_url": ws_url, "rest_url": rest_url})
+        feed = Feed.objects.create(
+            name="bench",
+            venue="binance-usdm",
+            market_type=MarketType.PERPETUAL,
+            settings={"ws_url": ws_url, "rest_url": rest_url},
+        )
         for symbol in SYMBOLS:
-            instrument = Instrument.objects.create(feed=feed, symbol=symbol, venue_symbol=symbol,
-                                                   tick_size="0.01", lot_size="0.001")
+            instrument = Instrument.objects.create(
+                feed=feed, symbol=symbol, venue_symbol=symbol, tick_size="0.01", lot_size="0.001"
+            )
             Subscription.objects.create(instrument=instrument)
 
     await database_sync_to_async(setup)()
@@ -85,11 +89,21 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
     fanout = FeedFanout()
     queue = fanout.subscribe("recorder", capacity=count + 1)
     adapter = get_venue("binance-usdm")
-    spec = FeedSpec("bench", "binance-usdm", adapter.clean_settings({"ws_url": ws_url, "rest_url": rest_url}),
-                    tuple(InstrumentSpec(s, "0.01", "0.001") for s in SYMBOLS))
+    spec = FeedSpec(
+        "bench",
+        "binance-usdm",
+        adapter.clean_settings({"ws_url": ws_url, "rest_url": rest_url}),
+        tuple(InstrumentSpec(s, "0.01", "0.001") for s in SYMBOLS),
+    )
     unlimited = VenueRateLimiter(PublishedLimits(10**9, 1, 1, 10**6, 1, 10**6), fraction=1.0)
-    [stream] = await build_feed_streams(spec, adapter, publish=fanout.publish, health=HealthBoard(),  # type: ignore[arg-type]
-                                        limiter=unlimited, settings=FeedStreamSettings())
+    [stream] = await build_feed_streams(
+        spec,
+        adapter,
+        publish=fanout.publish,
+        health=HealthBoard(),  # type: ignore[arg-type]
+        limiter=unlimited,
+        settings=FeedStreamSettings(),
+    )
     tasks = [asyncio.create_task(drain("recorder", queue, recorder.consume)), asyncio.create_task(recorder.run())]
     stream_task = asyncio.create_task(stream.run())
     # The clock starts at the first trade, not the first frame: the subscription reply
@@ -105,8 +119,13 @@ async def _recorder_path(count: int, ws_url: str, rest_url: str) -> tuple[float,
         task.cancel()
     await asyncio.gather(stream_task, *tasks, return_exceptions=True)
     await recorder.close()  # stops the writer process
-    rows = await database_sync_to_async(lambda: list(Tick.objects.order_by("pk").values_list(
-        "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side")))()
+    rows = await database_sync_to_async(
+        lambda: list(
+            Tick.objects.order_by("pk").values_list(
+                "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side"
+            )
+        )
+    )()
     # Trades already read when the clock started are not counted.
     return (count - already) / elapsed, rows
 
@@ -115,8 +134,9 @@ async def _bare_receive(count: int, ws_url: str) -> float:
     from websockets.asyncio.client import connect
 
     async with connect(f"{ws_url}/market/stream", proxy=None, max_queue=1024) as socket:
-        await socket.send('{"method":"SUBSCRIBE","params":["btcusdt@aggTrade","ethusdt@aggTrade",'
-                          '"solusdt@aggTrade"],"id":1}')
+        await socket.send(
+            '{"method":"SUBSCRIBE","params":["btcusdt@aggTrade","ethusdt@aggTrade","solusdt@aggTrade"],"id":1}'
+        )
         await socket.recv()  # the subscription reply
         await socket.recv(decode=False)
         started = time.perf_counter()
@@ -149,8 +169,10 @@ def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
     # price and volume are numeric(38,0): binary COPY needs each column's own type.
     # Spelled out rather than taken from feeds.recording.tick_writer: the limit stays independent
     # of the code it measures.
-    statement = ('COPY feeds_tick (instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, '
-                 'trade_id, side) FROM STDIN (FORMAT BINARY)')
+    statement = (
+        "COPY feeds_tick (instrument_id, ts_event, ts_recv, price, volume, duration_since_last_ns, "
+        "trade_id, side) FROM STDIN (FORMAT BINARY)"
+    )
     with psycopg.connect(dsn) as conn:
         conn.execute("TRUNCATE feeds_tick")
         conn.commit()
@@ -158,7 +180,7 @@ def _raw_copy(rows: list[tuple]) -> float:  # type: ignore[type-arg]
         for start in range(0, len(rows), BATCH):
             with conn.cursor() as cursor, cursor.copy(statement) as copy:
                 copy.set_types(["int8", "int8", "int8", "numeric", "numeric", "int8", "text", "text"])
-                for row in rows[start:start + BATCH]:
+                for row in rows[start : start + BATCH]:
                     copy.write_row(row)
             conn.commit()
         elapsed = time.perf_counter() - started
@@ -207,16 +229,24 @@ def main() -> None:
     copy_rates = [_raw_copy(rows) for _ in range(args.runs)]
     copy_rate = statistics.median(copy_rates)
     bare_rate = _with_venue(args.ticks, lambda ws, rest: run_fast(_bare_receive(args.ticks, ws)))
-    print(f"recorder path (fake venue websocket -> parse -> stream -> recorder -> PostgreSQL COPY), "
-          f"uvloop: {path_rate:,.0f} ticks/s over {args.ticks:,} ticks, median of "
-          f"{', '.join(f'{rate:,.0f}' for rate in path_rates)}")
-    print(f"the same on asyncio's default loop (where uvloop is missing): {statistics.median(default_rates):,.0f} "
-          f"ticks/s, median of {', '.join(f'{rate:,.0f}' for rate in default_rates)}")
-    print(f"raw psycopg binary COPY of the same rows, batches of {BATCH}: {copy_rate:,.0f} rows/s, median of "
-          f"{', '.join(f'{rate:,.0f}' for rate in copy_rates)}")
+    print(
+        f"recorder path (fake venue websocket -> parse -> stream -> recorder -> PostgreSQL COPY), "
+        f"uvloop: {path_rate:,.0f} ticks/s over {args.ticks:,} ticks, median of "
+        f"{', '.join(f'{rate:,.0f}' for rate in path_rates)}"
+    )
+    print(
+        f"the same on asyncio's default loop (where uvloop is missing): {statistics.median(default_rates):,.0f} "
+        f"ticks/s, median of {', '.join(f'{rate:,.0f}' for rate in default_rates)}"
+    )
+    print(
+        f"raw psycopg binary COPY of the same rows, batches of {BATCH}: {copy_rate:,.0f} rows/s, median of "
+        f"{', '.join(f'{rate:,.0f}' for rate in copy_rates)}"
+    )
     print(f"recorder path / raw COPY: {path_rate / copy_rate:.0%} (target >= 50%)")
-    print(f"bare websockets receive from the same fake venue, no parsing: {bare_rate:,.0f} frames/s "
-          f"({bare_rate / copy_rate:.0%} of raw COPY)")
+    print(
+        f"bare websockets receive from the same fake venue, no parsing: {bare_rate:,.0f} frames/s "
+        f"({bare_rate / copy_rate:.0%} of raw COPY)"
+    )
 
 
 if __name__ == "__main__":

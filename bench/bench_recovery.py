@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/bench_recovery.py   (a throwaway SQLite database under a temp dir)
 Prints figures; asserts nothing about time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,9 +51,9 @@ def bench_pure() -> None:
     ciphertext = encrypt_token(secret)
     rate("encrypt token (MultiFernet)", 5000, lambda: encrypt_token(secret))
     rate("decrypt token (MultiFernet)", 5000, lambda: decrypt_token(ciphertext))
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rate("upstox_token_expiry", 100_000, lambda: upstox_token_expiry(now))
     body = b'{"status":"error","errors":[{"errorCode":"UDAPI100050","message":"Invalid token"}]}'
     rate("classify_upstox_error", 100_000, lambda: classify_upstox_error(401, body))
@@ -61,8 +63,11 @@ def bench_pure() -> None:
 
 
 async def bench_runtime() -> None:
+    from datetime import datetime
+
     from channels.db import database_sync_to_async
 
+    from core.health import HealthBoard
     from recovery.brokers import use_exchanges
     from recovery.clock import SystemClock
     from recovery.coordinator import AuthState, AuthStateCoordinator
@@ -72,15 +77,16 @@ async def bench_runtime() -> None:
     from recovery.tokens import TokenKey, TokenKind, TokenState
     from recovery.upstox import IST, UpstoxApp, UpstoxTokenExchange
     from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
-    from core.health import HealthBoard
-    from datetime import datetime, timezone
 
     fake = FakeUpstoxAuth(client_id="bench", client_secret="bench-secret", redirect_uri="http://127.0.0.1/cb").start()
-    exchange = UpstoxTokenExchange(UpstoxApp("upstox", "bench", "bench-secret", "http://127.0.0.1/cb",
-                                             fake.url + DIALOG_PATH, fake.url + TOKEN_PATH))
+    exchange = UpstoxTokenExchange(
+        UpstoxApp(
+            "upstox", "bench", "bench-secret", "http://127.0.0.1/cb", fake.url + DIALOG_PATH, fake.url + TOKEN_PATH
+        )
+    )
     key = TokenKey("upstox", TokenKind.OAUTH)
     # Evening IST: outside the blackout whatever time the bench runs.
-    evening = datetime.now(IST).replace(hour=20, minute=0).astimezone(timezone.utc)
+    evening = datetime.now(IST).replace(hour=20, minute=0).astimezone(UTC)
     try:
         with use_exchanges([exchange]):
             grant = await exchange.exchange(fake.log_in(), now=evening)
@@ -112,8 +118,10 @@ async def bench_runtime() -> None:
 
             auth_state = AuthState(oauth={key: manager})
             auth_state.register_datasource(key, Resumable())
-            tasks = [asyncio.create_task(manager.run()),
-                     asyncio.create_task(AuthStateCoordinator(auth_state, HealthBoard()).run())]
+            tasks = [
+                asyncio.create_task(manager.run()),
+                asyncio.create_task(AuthStateCoordinator(auth_state, HealthBoard()).run()),
+            ]
             latencies = []
             for _ in range(10):
                 await database_sync_to_async(token_await_auth)(key=key, reason="expired", expected_fingerprint=None)
@@ -130,9 +138,13 @@ async def bench_runtime() -> None:
                 task.cancel()
             exchange_ms = sorted(exchanged_s * 1000 for exchanged_s, _ in latencies)
             resume_ms = sorted(resumed_s * 1000 for _, resumed_s in latencies)
-            print(f"code submitted -> token VALID in DB (local fake broker): median {exchange_ms[5]:.1f} ms, max {exchange_ms[-1]:.1f} ms")
-            print(f"code submitted -> datasource resumed (state poll {poll_s * 1000:.0f} ms): "
-                  f"median {resume_ms[5]:.1f} ms, max {resume_ms[-1]:.1f} ms")
+            print(
+                f"code submitted -> token VALID in DB (local fake broker): median {exchange_ms[5]:.1f} ms, max {exchange_ms[-1]:.1f} ms"
+            )
+            print(
+                f"code submitted -> datasource resumed (state poll {poll_s * 1000:.0f} ms): "
+                f"median {resume_ms[5]:.1f} ms, max {resume_ms[-1]:.1f} ms"
+            )
     finally:
         fake.stop()
 

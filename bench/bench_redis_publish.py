@@ -14,6 +14,7 @@ ROUNDS alternating runs.
 Needs Redis: REDIS_URL, else redis://127.0.0.1:6379/0. Keys go under a unique prefix and
 are deleted at the end. Run: .venv/bin/python bench/bench_redis_publish.py [--messages N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,12 +40,23 @@ async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # 
     from feeds.distribution.redispub.envelope import Envelope, encode
 
     # A body of the same size as the publisher's, encoded once: the limit pays no envelope work.
-    body = encode(Envelope(
-        venue="binance-usdm", market_type="perpetual", symbol="SYM0USDT", venue_symbol="SYM0USDT",
-        channel="trades", publish_seq=1, instance_id="bench", recv_time_ns=time.time_ns(),
-        publish_time_ns=time.time_ns(), exchange_time_ns=time.time_ns(), source="WS", status="HEALTHY",
-        data={"price": "64000.12345678", "quantity": "0.001", "side": "buy", "trade_id": "12345"},
-    ))
+    body = encode(
+        Envelope(
+            venue="binance-usdm",
+            market_type="perpetual",
+            symbol="SYM0USDT",
+            venue_symbol="SYM0USDT",
+            channel="trades",
+            publish_seq=1,
+            instance_id="bench",
+            recv_time_ns=time.time_ns(),
+            publish_time_ns=time.time_ns(),
+            exchange_time_ns=time.time_ns(),
+            source="WS",
+            status="HEALTHY",
+            data={"price": "64000.12345678", "quantity": "0.001", "side": "buy", "trade_id": "12345"},
+        )
+    )
     keys = [f"{prefix}:bare:perpetual:{symbol}:trades" for symbol in SYMBOLS]
     started = time.perf_counter()
     for start in range(0, messages, batch):
@@ -58,17 +70,20 @@ async def bare_loop(redis, prefix: str, messages: int, batch: int) -> float:  # 
 
 
 async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float:  # type: ignore[no-untyped-def]
-    from feeds.market import FeedData, MarketData, Side
+    from core.health import HealthBoard
     from feeds.distribution.redispub.bridge import MarketDataBridge
     from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry
     from feeds.distribution.redispub.envelope import Source
-    from feeds.distribution.redispub.publish_gate import PublishGate
     from feeds.distribution.redispub.metadata_types import InstrumentMetadata
+    from feeds.distribution.redispub.publish_gate import PublishGate
     from feeds.distribution.redispub.publisher import RedisPublisher
-    from core.health import HealthBoard
+    from feeds.market import FeedData, MarketData, Side
 
     feed = FeedEntry(
-        name="bench", venue="binance-usdm", market_type="perpetual", settings={},
+        name="bench",
+        venue="binance-usdm",
+        market_type="perpetual",
+        settings={},
         instruments={symbol: InstrumentEntry(symbol, symbol, frozenset({"trades"})) for symbol in SYMBOLS},
     )
     catalog = Catalog(prefix, {"bench": feed}, CadencePolicy(3.0, {"trades": 5.0}))
@@ -77,11 +92,18 @@ async def publisher_loop(redis, prefix: str, messages: int, batch: int) -> float
     bridge = MarketDataBridge(catalog, gate, RedisPublisher(redis, instance_id="bench"), HealthBoard())
     now = time.time_ns()
     events = [
-        MarketData(symbol=SYMBOLS[number % len(SYMBOLS)], price=6_400_012_345_678 + number, volume=100_000,
-                   ts_event=now + number, ts_recv=now + number, trade_id=str(number), side=Side.BUY)
+        MarketData(
+            symbol=SYMBOLS[number % len(SYMBOLS)],
+            price=6_400_012_345_678 + number,
+            volume=100_000,
+            ts_event=now + number,
+            ts_recv=now + number,
+            trade_id=str(number),
+            side=Side.BUY,
+        )
         for number in range(messages)
     ]
-    batches = [FeedData("bench", tuple(events[start:start + batch])) for start in range(0, messages, batch)]
+    batches = [FeedData("bench", tuple(events[start : start + batch])) for start in range(0, messages, batch)]
     started = time.perf_counter()
     for feed_batch in batches:
         await bridge.consume(feed_batch)
@@ -100,7 +122,9 @@ async def run(messages: int) -> None:
     try:
         await redis.ping()
         await bare_loop(redis, prefix, min(messages, 2000), 1)  # warm the connection pool
-        print(f"redis publish: {messages} messages over {len(SYMBOLS)} keys, best of {ROUNDS} runs each, Redis at {url}")
+        print(
+            f"redis publish: {messages} messages over {len(SYMBOLS)} keys, best of {ROUNDS} runs each, Redis at {url}"
+        )
         for batch in (1, BATCH):
             # Alternate the two and keep each one's best of ROUNDS: on a shared 2-core
             # machine a single run mostly measures the neighbours.

@@ -1,4 +1,5 @@
 """The PostgreSQL database a benchmark measures against, created on first use."""
+
 from __future__ import annotations
 
 import os

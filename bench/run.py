@@ -7,6 +7,7 @@ next. Exit status is non-zero when any bench failed to run.
 
     .venv/bin/python bench/run.py [name ...]     (names without bench_ and .py)
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,11 @@ def main(argv: list[str]) -> int:
         # Figures, not runtime chatter: the runtime's INFO lines would bury them.
         env = {"LOG_LEVEL": "WARNING", **os.environ}
         result = subprocess.run([sys.executable, str(path)], cwd=BENCH_DIR.parent, env=env)
-        print(f"== {path.name}: {'ok' if result.returncode == 0 else f'exit {result.returncode}'} "
-              f"in {time.monotonic() - started:.1f}s\n", flush=True)
+        print(
+            f"== {path.name}: {'ok' if result.returncode == 0 else f'exit {result.returncode}'} "
+            f"in {time.monotonic() - started:.1f}s\n",
+            flush=True,
+        )
         if result.returncode != 0:
             failed.append(path.name)
     if failed:

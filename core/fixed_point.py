@@ -4,6 +4,7 @@ Prices, quantities and money are integers: the value times SCALE (SCALE_DIGITS d
 places). Parsing venue strings into them is the feed path's (feeds.market); storing
 them is core.fixed_point_field's.
 """
+
 from __future__ import annotations
 
 SCALE_DIGITS = 12

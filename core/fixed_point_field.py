@@ -13,6 +13,7 @@ Python sees plain ints on both databases; the column is what differs:
   turn it into a float. SUM() over SQLite integers is exact, and raises rather than
   rounds if the total leaves int64.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -75,7 +76,7 @@ class FixedPointField(models.Field):  # type: ignore[type-arg]  # Field is gener
         return None if value is None else int(value)
 
     def to_python(self, value: Any) -> int | None:
-        if value is None or isinstance(value, int) and not isinstance(value, bool):
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         if isinstance(value, Decimal) and value == value.to_integral_value():
             return int(value)
@@ -109,5 +110,6 @@ def stored_exactly(value: Decimal) -> None:
     if connection.vendor == "sqlite" and len(digits) > SQLITE_DECIMAL_DIGITS:
         raise ValidationError(
             f"{value} has {len(digits)} significant digits; SQLite keeps {SQLITE_DECIMAL_DIGITS} "
-            "(use PostgreSQL for more)", code="sqlite_digits",
+            "(use PostgreSQL for more)",
+            code="sqlite_digits",
         )

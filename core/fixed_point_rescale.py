@@ -8,6 +8,7 @@ SQLite would otherwise turn an overflowing product into a float) and refuses wit
 table, column and row count rather than store a rounded number. Reversing divides, and
 refuses when a value has digits the old scale cannot hold.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,8 +45,14 @@ def rescale(app_label: str, tables: dict[str, list[str]], *, factor: int) -> mig
             resolved = [_columns(apps, app_label, model, fields) for model, fields in tables.items()]
             for table, columns in resolved:
                 where = " OR ".join(f"{quote(c)} > %s OR {quote(c)} < %s" for c in columns)
-                _refuse_rows(cursor, quote, table, where, [bound, -bound] * len(columns),
-                             f"would leave the column's range once multiplied by {factor}")
+                _refuse_rows(
+                    cursor,
+                    quote,
+                    table,
+                    where,
+                    [bound, -bound] * len(columns),
+                    f"would leave the column's range once multiplied by {factor}",
+                )
             for table, columns in resolved:
                 assignments = ", ".join(f"{quote(c)} = {quote(c)} * %s" for c in columns)
                 cursor.execute(f"UPDATE {quote(table)} SET {assignments}", [factor] * len(columns))
@@ -57,8 +64,14 @@ def rescale(app_label: str, tables: dict[str, list[str]], *, factor: int) -> mig
             resolved = [_columns(apps, app_label, model, fields) for model, fields in tables.items()]
             for table, columns in resolved:
                 where = " OR ".join(f"{quote(c)} %% %s <> 0" for c in columns)
-                _refuse_rows(cursor, quote, table, where, [factor] * len(columns),
-                             f"hold digits the old scale cannot (not multiples of {factor})")
+                _refuse_rows(
+                    cursor,
+                    quote,
+                    table,
+                    where,
+                    [factor] * len(columns),
+                    f"hold digits the old scale cannot (not multiples of {factor})",
+                )
             for table, columns in resolved:
                 # Exact: every value is a multiple of factor (checked above).
                 assignments = ", ".join(f"{quote(c)} = {quote(c)} / %s" for c in columns)

@@ -4,12 +4,13 @@ Each runtime process keeps a HealthBoard of its own components and reports it to
 database on an interval (core.services.component_health_report), so the web
 processes can answer /readyz and /internal/health for every process, embedded or not.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable
 
 
 class Status(StrEnum):

@@ -5,10 +5,12 @@ DEGRADED, after twice its cadence: core.jobs), counts from the Prometheus
 metrics the orders app keeps (aggregated over the host's processes in multi-process
 mode). A loop that this deployment does not run is reported as null, not as failing.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 from prometheus_client.metrics_core import Metric
@@ -29,11 +31,12 @@ RECONCILIATION_JOB = "job:orders-reconcile"
 COUNT_FIELDS = {
     "lockContentionCount": ("orders_lock_contention", "orders_lock_contention_total"),
     "reconciliationMismatchCount": ("orders_reconciliation_mismatches", "orders_reconciliation_mismatches_total"),
-    "reconciliationMissingFromExchange": ("orders_reconciliation_missing_at_broker", "orders_reconciliation_missing_at_broker"),
-    "reconciliationMissingInDb": ("orders_reconciliation_missing_in_db", "orders_reconciliation_missing_in_db"),
-    "capitalInvariantViolations": (
-        "orders_capital_invariant_violations", "orders_capital_invariant_violations_total"
+    "reconciliationMissingFromExchange": (
+        "orders_reconciliation_missing_at_broker",
+        "orders_reconciliation_missing_at_broker",
     ),
+    "reconciliationMissingInDb": ("orders_reconciliation_missing_in_db", "orders_reconciliation_missing_in_db"),
+    "capitalInvariantViolations": ("orders_capital_invariant_violations", "orders_capital_invariant_violations_total"),
 }
 LATENCY_FAMILY = "orders_broker_latency_seconds"
 

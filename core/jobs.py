@@ -4,12 +4,14 @@ A concrete job is one decorated function in an app's tasks module: the decorator
 its name and cadence (core.schedule) and owns timing, error capture and the
 `job:<name>` health row, whether Celery beat or the embedded site runs it.
 """
+
 from __future__ import annotations
 
 import functools
 import logging
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from celery import shared_task
 from django.utils import timezone

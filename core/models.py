@@ -1,4 +1,5 @@
 """Models of the platform: reported component health."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -16,12 +17,8 @@ class ComponentHealth(models.Model):
     process = models.CharField(max_length=100, help_text="Instance id of the reporting process.")
     status = models.CharField(max_length=10, choices=[(s.value, s.value) for s in Status])
     reason = models.TextField(blank=True)
-    stale_after_s = models.FloatField(
-        help_text="Seconds after which an unrefreshed report is no longer believed."
-    )
-    stale_status = models.CharField(
-        max_length=10, choices=[(s.value, s.value) for s in Status], default=Status.BLOCKED
-    )
+    stale_after_s = models.FloatField(help_text="Seconds after which an unrefreshed report is no longer believed.")
+    stale_status = models.CharField(max_length=10, choices=[(s.value, s.value) for s in Status], default=Status.BLOCKED)
     updated_at = models.DateTimeField()
 
     class Meta:

@@ -4,6 +4,7 @@ Every app that pushes (prices, strategy rows, orders, prompts, controls) and the
 dashboard websocket that joins the groups take the names from here, so a sender and
 the socket cannot disagree on one.
 """
+
 from __future__ import annotations
 
 # Every logged-in browser: prices, strategy outputs and signals, global controls.

@@ -1,4 +1,5 @@
 """Whether this process can serve: the database check behind /readyz and the health reports."""
+
 from __future__ import annotations
 
 from django.db import connection

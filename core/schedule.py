@@ -6,6 +6,7 @@ modules of the installed apps are imported on the first read, so Celery beat, th
 and the embedded site's in-process runner (core.runtime.periodic) all see the same jobs.
 An operator can change a cadence with PERIODIC_JOB_INTERVALS ("name=seconds,...").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

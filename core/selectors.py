@@ -1,4 +1,5 @@
 """Read paths of component health: each report with its staleness applied."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

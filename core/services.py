@@ -1,4 +1,5 @@
 """Write paths of component health: each process's reports, their withdrawal and pruning."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -10,9 +11,7 @@ from core.health import Health
 from core.models import ComponentHealth
 
 
-def component_health_report(
-    *, process: str, health: dict[str, Health], default_stale_after_s: float
-) -> None:
+def component_health_report(*, process: str, health: dict[str, Health], default_stale_after_s: float) -> None:
     """Upsert this process's component reports and drop its components that went away."""
     now = timezone.now()
     with transaction.atomic():

@@ -1,4 +1,5 @@
 """Kill switches and the control audit in the admin: read-only, changes go through the dashboard."""
+
 from __future__ import annotations
 
 from django.contrib import admin

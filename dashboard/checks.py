@@ -1,4 +1,5 @@
 """Fail loudly when the chart library was not installed (`npm ci`)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,4 +24,8 @@ def check_chart_asset(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
     problem = chart_asset_missing(Path(settings.CHART_ASSET_DIR))
     if problem is None:
         return []
-    return [Error(problem, hint="package.json pins lightweight-charts; node_modules/ is not committed.", id="dashboard.E001")]
+    return [
+        Error(
+            problem, hint="package.json pins lightweight-charts; node_modules/ is not committed.", id="dashboard.E001"
+        )
+    ]

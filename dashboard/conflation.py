@@ -9,11 +9,13 @@ queued in order, bounded. Each batch carries a sequence number the browser echoe
 whose ordered queue overflows, is stalled and must be disconnected rather than
 buffered for without bound. Pure: no I/O, the clock is passed in.
 """
+
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection
+from typing import Any
 
 PRICES = "prices"
 OUTPUTS = "strategy.output"

@@ -13,12 +13,14 @@ Browser message types: "prices", "strategy.output" (processor.publishing outputs
 app's type unchanged. Apps need no handler method here: `dispatch` relays every group
 message; add a line to BROWSER_TYPES only to rename a type for the browser.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 from channels.db import database_sync_to_async

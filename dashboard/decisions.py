@@ -6,6 +6,7 @@ release the reservation because the broker never had the order (through the
 lifecycle's abandon handler), or keep waiting (the prompt comes back after the same
 limit if the broker still cannot say).
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -14,13 +15,13 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from dashboard.models import ControlAction, ControlAudit
-from dashboard.services import _push_controls_on_commit
 from core.fixed_point import fixed_to_str
-from orders.models import OrderIntent
-from orders.resolution import intent_keep_waiting, intent_release_by_operator
 from core.push_groups import user_group
 from dashboard.metrics import CONTROL_CHANGES
+from dashboard.models import ControlAction, ControlAudit
+from dashboard.services import _push_controls_on_commit
+from orders.models import OrderIntent
+from orders.resolution import intent_keep_waiting, intent_release_by_operator
 
 
 class Decision(str, Enum):
@@ -69,10 +70,17 @@ def intent_decide(*, actor: User, client_order_id: str, decision: Decision, reas
     with transaction.atomic():
         CONTROL_CHANGES.labels(action.value).inc()
         ControlAudit.objects.create(
-            actor=actor, actor_name=actor.get_username(), action=action,
-            target=f"order {client_order_id} on {intent.account.name}", account_id=intent.account_id,
-            reason=reason[:300], before=before,
-            after={"state": intent.state, "reserved": fixed_to_str(intent.reserved if intent.state == "PENDING" else 0)},
+            actor=actor,
+            actor_name=actor.get_username(),
+            action=action,
+            target=f"order {client_order_id} on {intent.account.name}",
+            account_id=intent.account_id,
+            reason=reason[:300],
+            before=before,
+            after={
+                "state": intent.state,
+                "reserved": fixed_to_str(intent.reserved if intent.state == "PENDING" else 0),
+            },
         )
         _push_controls_on_commit(
             user_group(intent.account.owner_id),

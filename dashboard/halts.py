@@ -5,16 +5,17 @@ injects; it never imports the dashboard. The switch is the same one an operator 
 and releases on the dashboard: the site engages it with the reason, only a person
 releases it. A switch a person engaged keeps that person's reason.
 """
+
 from __future__ import annotations
 
 from django.db import transaction
 
+from core.push_groups import user_group
+from dashboard.metrics import CONTROL_CHANGES
 from dashboard.models import ControlAction, ControlAudit, KillSwitch
 from dashboard.selectors import account_scope
 from dashboard.services import _push_controls_on_commit
 from orders.models import Account
-from core.push_groups import user_group
-from dashboard.metrics import CONTROL_CHANGES
 
 SYSTEM_ACTOR = "reconciliation"
 
@@ -25,7 +26,9 @@ def entries_halt_by_reconciliation(account_id: int, reason: str) -> bool:
     with transaction.atomic():
         account = Account.objects.get(pk=account_id)
         scope = account_scope(account_id)
-        switch, _ = KillSwitch.objects.select_for_update().get_or_create(scope=scope, defaults={"account_id": account_id})
+        switch, _ = KillSwitch.objects.select_for_update().get_or_create(
+            scope=scope, defaults={"account_id": account_id}
+        )
         if switch.engaged and (switch.changed_by_id is not None or switch.reason == text):
             return False
         before = {"engaged": switch.engaged, "reason": switch.reason}

@@ -1,4 +1,5 @@
 """Kill switches and the audit trail of every control change made from the dashboard."""
+
 from __future__ import annotations
 
 from django.conf import settings

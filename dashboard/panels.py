@@ -4,21 +4,23 @@ A panel is a template under templates/dashboard/ plus a function here returning 
 context; the page renders them all, and /dashboard/panels/<name>/ renders one so the
 browser can refresh a panel in place when a pushed event says it changed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.contrib.auth.models import User
 
+from core.fixed_point import fixed_to_str
+from core.selectors import component_health_effective
 from dashboard import selectors
 from dashboard.decisions import unresolved_panel
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal
-from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
 from orders.outcomes import outcome_event
-from core.selectors import component_health_effective
 
 RECENT_ROWS = 25
 # Signals drawn on the charts when the page loads (dashboard.js keeps at most 200 per chart).
@@ -46,7 +48,9 @@ def prices_panel(user: User) -> dict[str, Any]:
     visible = selectors.visible_strategy_ids(user_id=user.pk)
     instruments = (
         Instrument.objects.filter(feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades")
-        .select_related("feed").prefetch_related("strategies").distinct()
+        .select_related("feed")
+        .prefetch_related("strategies")
+        .distinct()
     )
     rows: list[dict[str, Any]] = []
     for instrument in instruments:
@@ -67,16 +71,24 @@ def chart_signals(user: User, symbols: dict[tuple[str, str], str]) -> list[dict[
         symbol = symbols.get((signal.feed, signal.symbol))
         if symbol is None:
             continue
-        drawn.append({
-            "strategy_id": signal.strategy_id, "strategy": signal.strategy_name, "feed": signal.feed, "symbol": symbol,
-            "venue_symbol": signal.symbol, "kind": signal.kind, "price": fixed_to_str(signal.price_fixed),
-            "emitted_ms": int(signal.emitted_at.timestamp() * 1000), "occurrence_time_ms": signal.occurrence_ns // 1_000_000,
-            "output_id": signal.output_id,
-            "outcomes": [
-                {**outcome_event(row), "account_name": row.account.name if row.account else ""}
-                for row in signal.visible_outcomes  # type: ignore[attr-defined]
-            ],
-        })
+        drawn.append(
+            {
+                "strategy_id": signal.strategy_id,
+                "strategy": signal.strategy_name,
+                "feed": signal.feed,
+                "symbol": symbol,
+                "venue_symbol": signal.symbol,
+                "kind": signal.kind,
+                "price": fixed_to_str(signal.price_fixed),
+                "emitted_ms": int(signal.emitted_at.timestamp() * 1000),
+                "occurrence_time_ms": signal.occurrence_ns // 1_000_000,
+                "output_id": signal.output_id,
+                "outcomes": [
+                    {**outcome_event(row), "account_name": row.account.name if row.account else ""}
+                    for row in signal.visible_outcomes  # type: ignore[attr-defined]
+                ],
+            }
+        )
     drawn.sort(key=lambda row: row["occurrence_time_ms"])  # the chart needs its times in order
     return drawn
 
@@ -91,18 +103,26 @@ def trading_panel(user: User) -> dict[str, Any]:
     for position in selectors.positions_for_user(user).filter(state="OPEN")[:RECENT_ROWS]:
         last_price: int | None = position.last_price  # type: ignore[attr-defined]  # annotated by the selector
         pnl = unrealized_pnl(
-            side=position.side, quantity=position.quantity, cost=position.cost, last_price=last_price,
+            side=position.side,
+            quantity=position.quantity,
+            cost=position.cost,
+            last_price=last_price,
             multiplier=fixed_from_decimal(position.instrument.contract_multiplier),
         )
         average = position.average_price
-        positions.append(PositionRow(
-            position=position, quantity=fixed_to_str(position.quantity),
-            average_price="–" if average is None else str(average), realized_pnl=fixed_to_str(position.realized_pnl),
-            last_price=_money(last_price), unrealized_pnl=_money(pnl),
-            unrealized_sign=0 if not pnl else (1 if pnl > 0 else -1),
-            cost=fixed_to_str(position.cost),
-            multiplier=fixed_to_str(fixed_from_decimal(position.instrument.contract_multiplier)),
-        ))
+        positions.append(
+            PositionRow(
+                position=position,
+                quantity=fixed_to_str(position.quantity),
+                average_price="–" if average is None else str(average),
+                realized_pnl=fixed_to_str(position.realized_pnl),
+                last_price=_money(last_price),
+                unrealized_pnl=_money(pnl),
+                unrealized_sign=0 if not pnl else (1 if pnl > 0 else -1),
+                cost=fixed_to_str(position.cost),
+                multiplier=fixed_to_str(fixed_from_decimal(position.instrument.contract_multiplier)),
+            )
+        )
     return {
         "positions": positions,
         "orders": list(selectors.orders_for_user(user)[:RECENT_ROWS]),
@@ -116,16 +136,29 @@ def accounts_panel(user: User) -> dict[str, Any]:
     accounts = []
     for account in selectors.accounts_with_ledger_for_user(user):
         ledger = getattr(account, "ledger", None)
-        figures = None if ledger is None else {key: fixed_to_str(value) for key, value in (
-            ("allocated", ledger.allocated_capital), ("reserved_for_orders", ledger.reserved_for_orders),
-            ("reserved_for_positions", ledger.reserved_for_positions), ("realized_pnl", ledger.realized_pnl),
-            ("available", ledger.available),
-        )}
+        figures = (
+            None
+            if ledger is None
+            else {
+                key: fixed_to_str(value)
+                for key, value in (
+                    ("allocated", ledger.allocated_capital),
+                    ("reserved_for_orders", ledger.reserved_for_orders),
+                    ("reserved_for_positions", ledger.reserved_for_positions),
+                    ("realized_pnl", ledger.realized_pnl),
+                    ("available", ledger.available),
+                )
+            }
+        )
         switch = switches.get(selectors.account_scope(account.pk))
-        accounts.append({
-            "account": account, "ledger": figures, "halted": halted.get(account.pk),
-            "switch_engaged": bool(switch and switch.engaged),
-        })
+        accounts.append(
+            {
+                "account": account,
+                "ledger": figures,
+                "halted": halted.get(account.pk),
+                "switch_engaged": bool(switch and switch.engaged),
+            }
+        )
     global_switch = switches.get(selectors.GLOBAL_SCOPE)
     return {
         "accounts": accounts,

@@ -4,6 +4,7 @@ Tenancy rule: a user sees their own accounts and what hangs off them. A
 strategy belongs to no one, so a user sees the strategies that trade on one of their
 accounts (through a trade setting), and those strategies' signals and outputs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -36,7 +37,9 @@ def accounts_with_ledger_for_user(user: User) -> QuerySet[Account]:
 
 
 def ledger_entries_for_user(user: User, *, account_id: int | None = None) -> QuerySet[LedgerEntry]:
-    entries = LedgerEntry.objects.filter(account__owner_id=user.pk) if user.is_authenticated else LedgerEntry.objects.none()
+    entries = (
+        LedgerEntry.objects.filter(account__owner_id=user.pk) if user.is_authenticated else LedgerEntry.objects.none()
+    )
     if account_id is not None:
         entries = entries.filter(account_id=account_id)
     return entries.order_by("-id")
@@ -103,8 +106,11 @@ def _outcomes_visible(user: User) -> Q:
 def signals_with_outcome(signals: QuerySet[StrategySignal], user: User, outcome: str) -> QuerySet[StrategySignal]:
     """Narrow `signals` to those with a visible outcome of `outcome` (one EXISTS, no join fan-out)."""
     matching = SignalOutcome.objects.filter(
-        _outcomes_visible(user), strategy_id=OuterRef("strategy_id"), output_id=OuterRef("output_id"),
-        signal_kind=OuterRef("kind"), outcome=outcome,
+        _outcomes_visible(user),
+        strategy_id=OuterRef("strategy_id"),
+        output_id=OuterRef("output_id"),
+        signal_kind=OuterRef("kind"),
+        outcome=outcome,
     )
     return signals.filter(Exists(matching))
 
@@ -124,7 +130,8 @@ def signal_outcomes_attach(user: User, signals: Iterable[StrategySignal]) -> lis
         by_link.setdefault((signal.strategy_id, signal.output_id, signal.kind), []).append(signal)
     rows = (
         SignalOutcome.objects.filter(_outcomes_visible(user), output_id__in={s.output_id for s in signals})
-        .select_related("account").order_by("account_id", "id")
+        .select_related("account")
+        .order_by("account_id", "id")
     )
     for row in rows:
         for signal in by_link.get((row.strategy_id, row.output_id, row.signal_kind), ()):

@@ -5,6 +5,7 @@ a ControlAudit row in the same transaction and, after commit, tells open dashboa
 A strategy is shared by every account that trades it, so only staff switch strategies
 and the global kill switch; a user switches their own trade settings and accounts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,12 +17,11 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from core.push_groups import MARKET_GROUP, user_group
+from dashboard.metrics import CONTROL_CHANGES
 from dashboard.models import ControlAction, ControlAudit, KillSwitch
 from dashboard.selectors import GLOBAL_SCOPE, account_scope, accounts_for_user, trade_settings_for_user
-from core.push_groups import MARKET_GROUP
 from processor.models import Strategy
-from core.push_groups import user_group
-from dashboard.metrics import CONTROL_CHANGES
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,25 @@ CONTROLS_MESSAGE = "dashboard.controls"
 
 
 def _audit(
-    *, actor: User, action: ControlAction, target: str, before: dict[str, Any], after: dict[str, Any],
-    account_id: int | None = None, reason: str = "",
+    *,
+    actor: User,
+    action: ControlAction,
+    target: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    account_id: int | None = None,
+    reason: str = "",
 ) -> ControlAudit:
     CONTROL_CHANGES.labels(action.value).inc()
     return ControlAudit.objects.create(
-        actor=actor, actor_name=actor.get_username(), action=action, target=target, account_id=account_id,
-        reason=reason[:300], before=before, after=after,
+        actor=actor,
+        actor_name=actor.get_username(),
+        action=action,
+        target=target,
+        account_id=account_id,
+        reason=reason[:300],
+        before=before,
+        after=after,
     )
 
 
@@ -64,17 +76,19 @@ def strategy_set_enabled(*, actor: User, strategy_id: int, enabled: bool, reason
             strategy.enabled = enabled
             strategy.save(update_fields=["enabled", "updated_at"])
             action = ControlAction.STRATEGY_ENABLE if enabled else ControlAction.STRATEGY_DISABLE
-            _audit(actor=actor, action=action, target=f"strategy {strategy.name}", before=before,
-                   after={"enabled": enabled}, reason=reason)
-            _push_controls_on_commit(
-                MARKET_GROUP, {"object": "strategy", "id": strategy.pk, "enabled": enabled}
+            _audit(
+                actor=actor,
+                action=action,
+                target=f"strategy {strategy.name}",
+                before=before,
+                after={"enabled": enabled},
+                reason=reason,
             )
+            _push_controls_on_commit(MARKET_GROUP, {"object": "strategy", "id": strategy.pk, "enabled": enabled})
     return strategy
 
 
-def trade_setting_set_enabled(
-    *, actor: User, trade_setting_id: int, enabled: bool, reason: str = ""
-) -> Any:
+def trade_setting_set_enabled(*, actor: User, trade_setting_id: int, enabled: bool, reason: str = "") -> Any:
     """Enable or disable one of the actor's trade settings; another user's is DoesNotExist."""
     with transaction.atomic():
         setting = trade_settings_for_user(actor).select_for_update(of=("self",)).get(pk=trade_setting_id)
@@ -83,8 +97,15 @@ def trade_setting_set_enabled(
             setting.enabled = enabled
             setting.save(update_fields=["enabled", "updated_at"])
             action = ControlAction.TRADE_SETTING_ENABLE if enabled else ControlAction.TRADE_SETTING_DISABLE
-            _audit(actor=actor, action=action, target=f"trade setting {setting.strategy.name} on {setting.account.name}",
-                   before=before, after={"enabled": enabled}, account_id=setting.account_id, reason=reason)
+            _audit(
+                actor=actor,
+                action=action,
+                target=f"trade setting {setting.strategy.name} on {setting.account.name}",
+                before=before,
+                after={"enabled": enabled},
+                account_id=setting.account_id,
+                reason=reason,
+            )
             _push_controls_on_commit(
                 user_group(setting.account.owner_id),
                 {"object": "trade_setting", "id": setting.pk, "enabled": enabled},
@@ -92,9 +113,7 @@ def trade_setting_set_enabled(
     return setting
 
 
-def kill_switch_set(
-    *, actor: User, account_id: int | None, engaged: bool, reason: str = ""
-) -> KillSwitch:
+def kill_switch_set(*, actor: User, account_id: int | None, engaged: bool, reason: str = "") -> KillSwitch:
     """Engage or release the global kill switch (account_id None, staff only) or an account's.
 
     An account the actor does not own is DoesNotExist, the same answer as a missing one.
@@ -106,8 +125,14 @@ def kill_switch_set(
             scope, target, group = GLOBAL_SCOPE, "global kill switch", MARKET_GROUP
         else:
             account = accounts_for_user(actor).get(pk=account_id)
-            scope, target, group = account_scope(account.pk), f"kill switch of account {account.name}", user_group(account.owner_id)
-        switch, _ = KillSwitch.objects.select_for_update().get_or_create(scope=scope, defaults={"account_id": account_id})
+            scope, target, group = (
+                account_scope(account.pk),
+                f"kill switch of account {account.name}",
+                user_group(account.owner_id),
+            )
+        switch, _ = KillSwitch.objects.select_for_update().get_or_create(
+            scope=scope, defaults={"account_id": account_id}
+        )
         if switch.engaged != engaged or (engaged and reason and reason != switch.reason):
             before = {"engaged": switch.engaged, "reason": switch.reason}
             switch.engaged = engaged
@@ -115,8 +140,15 @@ def kill_switch_set(
             switch.changed_by = actor
             switch.save()
             action = ControlAction.KILL_SWITCH_ENGAGE if engaged else ControlAction.KILL_SWITCH_RELEASE
-            _audit(actor=actor, action=action, target=target, before=before,
-                   after={"engaged": engaged, "reason": switch.reason}, account_id=account_id, reason=reason)
+            _audit(
+                actor=actor,
+                action=action,
+                target=target,
+                before=before,
+                after={"engaged": engaged, "reason": switch.reason},
+                account_id=account_id,
+                reason=reason,
+            )
             _push_controls_on_commit(
                 group, {"object": "kill_switch", "scope": scope, "engaged": engaged, "reason": switch.reason}
             )

@@ -1,4 +1,5 @@
 """The two POST actions of the "Orders needing a decision" panel (CSRF and login by the site's middleware)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +19,9 @@ def _decide(decision: Decision) -> Any:
             return _answer(request, False, "not changed: the decision was not confirmed", status=400)
         try:
             changed = intent_decide(
-                actor=request_user(request), client_order_id=client_order_id, decision=decision,
+                actor=request_user(request),
+                client_order_id=client_order_id,
+                decision=decision,
                 reason=request.POST.get("reason", "").strip(),
             )
         except ObjectDoesNotExist:

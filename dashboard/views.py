@@ -1,7 +1,9 @@
 """The dashboard page, its panel fragments and the control endpoints (POST, confirmed)."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.models import User
@@ -71,7 +73,9 @@ def _strategy(request: HttpRequest, on: bool, reason: str, *, pk: int) -> str:
 
 
 def _trade_setting(request: HttpRequest, on: bool, reason: str, *, pk: int) -> str:
-    setting = services.trade_setting_set_enabled(actor=request_user(request), trade_setting_id=pk, enabled=on, reason=reason)
+    setting = services.trade_setting_set_enabled(
+        actor=request_user(request), trade_setting_id=pk, enabled=on, reason=reason
+    )
     return f"{setting.strategy.name} on {setting.account.name} {'enabled' if on else 'disabled'}"
 
 

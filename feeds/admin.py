@@ -1,3 +1,5 @@
+from datetime import UTC
+
 from django.contrib import admin
 
 from core.fixed_point import fixed_to_str
@@ -41,9 +43,9 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
 
 def _ns_to_utc(ts_ns: int) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts_ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
 
 
 class _ReadOnlyAdmin(admin.ModelAdmin):

@@ -4,19 +4,19 @@ Prices and quantities are exact fixed-point integers with one global scale
 (SCALE_DIGITS decimal places), parsed from the venue's decimal strings without float.
 `ts_` fields are integer UTC nanoseconds: `ts_event` from the venue, `ts_recv` ours.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, TypeAlias
 from decimal import Context, Decimal, Inexact, InvalidOperation, Overflow
 from enum import StrEnum
+from typing import ClassVar, TypeAlias
 
 from core.fixed_point import (
     FIXED_MAX_ABS,
     MAX_WHOLE_DIGITS,
     SCALE,
     SCALE_DIGITS,
-    SQLITE_FIXED_MAX_ABS,
     FixedPointError,
     fixed_to_str,
 )
@@ -29,7 +29,7 @@ def parse_fixed(text: str) -> int:
     negative = text.startswith("-")
     body = text[1:] if negative or text.startswith("+") else text
     whole, _, frac = body.partition(".")
-    if not whole and not frac or not _DIGITS.issuperset(whole) or not _DIGITS.issuperset(frac):
+    if (not whole and not frac) or not _DIGITS.issuperset(whole) or not _DIGITS.issuperset(frac):
         raise FixedPointError(f"not a plain decimal number: {text[:40]!r}")
     whole = whole.lstrip("0")
     if len(whole) > MAX_WHOLE_DIGITS:

@@ -1,4 +1,5 @@
 """Prometheus metrics of the feed path: streams, the recorder, the fan-out."""
+
 from prometheus_client import Counter, Gauge
 
 TICKS_RECEIVED = Counter("feed_ticks_received_total", "Market events parsed from frames", ["venue", "feed"])

@@ -1,4 +1,5 @@
 """Feeds, their instruments and what is subscribed."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -7,9 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
-
-from feeds.venues import get_venue, venue_choices
 from core.fixed_point_field import FixedPointField
+from feeds.venues import get_venue, venue_choices
 
 _positive = MinValueValidator(Decimal("0.000000000001"))  # one unit at core.fixed_point.SCALE
 
@@ -29,9 +29,7 @@ class Feed(models.Model):
     venue = models.CharField(max_length=40, choices=venue_choices)
     market_type = models.CharField(max_length=20, choices=MarketType.choices)
     enabled = models.BooleanField(default=True)
-    settings = models.JSONField(
-        default=dict, blank=True, help_text="Venue-specific options; validated by the venue."
-    )
+    settings = models.JSONField(default=dict, blank=True, help_text="Venue-specific options; validated by the venue.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -67,12 +65,15 @@ class Instrument(models.Model):
     # The metadata gate reads these two: an instrument of a venue that lists its metadata
     # is streamed and traded only while the venue's listing confirmed it recently.
     metadata_refreshed_at = models.DateTimeField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="When the venue's listing last confirmed the tick size, lot size and multiplier; "
-                  "empty until then (or once the venue stops listing the instrument).",
+        "empty until then (or once the venue stops listing the instrument).",
     )
     metadata_problem = models.CharField(
-        max_length=300, blank=True, help_text="Why the last metadata fetch did not confirm it (empty when it did).",
+        max_length=300,
+        blank=True,
+        help_text="Why the last metadata fetch did not confirm it (empty when it did).",
     )
 
     class Meta:
@@ -108,9 +109,7 @@ class Subscription(models.Model):
             return
         channels = get_venue(self.instrument.feed.venue).channels
         if self.channel not in channels:
-            raise ValidationError(
-                {"channel": f"{self.instrument.feed.venue} serves {', '.join(sorted(channels))}"}
-            )
+            raise ValidationError({"channel": f"{self.instrument.feed.venue} serves {', '.join(sorted(channels))}"})
 
 
 class Tick(models.Model):

@@ -9,27 +9,33 @@ feed gate holds (its metadata went stale, or the venue stopped listing it) is he
 here too, and one it lets through later (metadata arrived on a refresh) has its
 metadata published before any of its prices.
 """
+
 from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from feeds.distribution.fanout import FeedFanout, drain
+from core.health import Status
+from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from feeds.distribution.fanout import drain
 from feeds.distribution.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
 from feeds.distribution.redispub.bridge import HEALTH_COMPONENT
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import catalog_feeds
-from feeds.distribution.redispub.metadata import catalog_from_settings, metadata_drafts, metadata_ttl_ms, stored_metadata
+from feeds.distribution.redispub.metadata import (
+    catalog_from_settings,
+    metadata_drafts,
+    metadata_ttl_ms,
+    stored_metadata,
+)
 from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
 from feeds.startup import FeedHubs
-from core.health import Status
-from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 
 log = logging.getLogger(__name__)
 

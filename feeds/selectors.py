@@ -1,4 +1,5 @@
 """Read paths of the feeds app."""
+
 from __future__ import annotations
 
 from feeds.models import Feed, Subscription

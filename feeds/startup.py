@@ -8,38 +8,40 @@ The metadata gate runs before any stream is built: an instrument whose metadata 
 known is not subscribed (the feed's other instruments go on), and the feed's watcher
 subscribes it once a later check finds its metadata.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from feeds import selectors
-from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
-from feeds.distribution.fanout import FeedFanout, drain
-from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
-from feeds.streams.local_streams import build_local_stream
-from feeds.distribution.metadata_gate import InstrumentMetadataGate
-from feeds.distribution.price_publisher import PricePublisher
-from feeds.streams.venue_limiter import RateLimiterRegistry
-from feeds.recording.recorder import TickRecorder
-from feeds.streams.stream_settings import feed_stream_settings
-from feeds.recording.tick_selectors import tick_addresses
-from feeds.recording.database_writer import pipelined_writer_for_database
-from feeds.distribution.redispub.metadata import venue_lists_metadata
-from feeds.venues import get_venue
-from feeds.venues.base import ExchangeVenue, FeedSpec
 from core.health import Status
 from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 from core.runtime.startup_value import StartupValue
+from feeds import selectors
+from feeds.distribution.fanout import FeedFanout, drain
+from feeds.distribution.metadata_gate import InstrumentMetadataGate
+from feeds.distribution.price_publisher import PricePublisher
+from feeds.distribution.redispub.metadata import venue_lists_metadata
+from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
+from feeds.recording.database_writer import pipelined_writer_for_database
+from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_selectors import tick_addresses
+from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
+from feeds.streams.local_streams import build_local_stream
+from feeds.streams.stream_settings import feed_stream_settings
+from feeds.streams.venue_limiter import RateLimiterRegistry
+from feeds.venues import get_venue
+from feeds.venues.base import ExchangeVenue, FeedSpec
 
 if TYPE_CHECKING:
-    from feeds.redispub.service import MarketDataService
+    from feeds.distribution.redispub.service import MarketDataService
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +88,13 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
         except selectors.FeedSelectionError as exc:
             raise FatalError(str(exc)) from None
         hubs.specs.provide(specs)
-        hubs.metadata_gate.provide(InstrumentMetadataGate(
-            ctx.health, timeout_s=settings.FEED_REST_TIMEOUT_S, retry_s=settings.MARKET_DATA_METADATA_RETRY_S,
-        ))
+        hubs.metadata_gate.provide(
+            InstrumentMetadataGate(
+                ctx.health,
+                timeout_s=settings.FEED_REST_TIMEOUT_S,
+                retry_s=settings.MARKET_DATA_METADATA_RETRY_S,
+            )
+        )
 
     async def open_metadata_gate(ctx: RuntimeContext) -> None:
         gate = hubs.metadata_gate.get()
@@ -105,8 +111,12 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
         keys = await database_sync_to_async(tick_addresses)(hubs.feed_names())
         writer = await database_sync_to_async(pipelined_writer_for_database)()
         recorder = TickRecorder(
-            writer, keys, batch_size=settings.RECORDER_BATCH_SIZE, flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
-            capacity=settings.RECORDER_CAPACITY, health=ctx.health,
+            writer,
+            keys,
+            batch_size=settings.RECORDER_BATCH_SIZE,
+            flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
+            capacity=settings.RECORDER_CAPACITY,
+            health=ctx.health,
         )
         queue = hubs.fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
 
@@ -146,9 +156,15 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
             async def start_streams(admitted: FeedSpec, venue: ExchangeVenue = venue) -> None:
                 checkpoints = await database_sync_to_async(load_checkpoints)(admitted.name)
                 streams = await build_feed_streams(
-                    admitted, venue, publish=fanout.publish, health=ctx.health,
-                    limiter=limiters.for_venue(admitted.venue), settings=stream_settings, checkpoints=checkpoints,
-                    hole_sink=_record_hole, first_label=stream_count.get(admitted.name, 0),
+                    admitted,
+                    venue,
+                    publish=fanout.publish,
+                    health=ctx.health,
+                    limiter=limiters.for_venue(admitted.venue),
+                    settings=stream_settings,
+                    checkpoints=checkpoints,
+                    hole_sink=_record_hole,
+                    first_label=stream_count.get(admitted.name, 0),
                 )
                 stream_count[admitted.name] = stream_count.get(admitted.name, 0) + len(streams)
                 for supervised in streams:
@@ -160,7 +176,8 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
                 streaming.update(i.venue_symbol for i in admitted.instruments)
             else:
                 ctx.health.set(
-                    f"feed:{spec.name}", Status.BLOCKED,
+                    f"feed:{spec.name}",
+                    Status.BLOCKED,
                     f"no instrument with known metadata (see metadata-gate:{spec.name})",
                 )
             if venue_lists_metadata(spec.venue):
@@ -188,8 +205,11 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
 
 
 async def _watch_metadata(
-    gate: InstrumentMetadataGate, spec: FeedSpec, streaming: set[str],
-    start_streams: Callable[[FeedSpec], Awaitable[None]], every_s: float,
+    gate: InstrumentMetadataGate,
+    spec: FeedSpec,
+    streaming: set[str],
+    start_streams: Callable[[FeedSpec], Awaitable[None]],
+    every_s: float,
 ) -> None:
     """Re-check the feed's metadata for good; subscribe each instrument once it is known.
 

@@ -1,8 +1,9 @@
 """Periodic jobs of the feeds app."""
+
 from __future__ import annotations
 
-from feeds.distribution.redispub import metadata
 from core.jobs import periodic_job
+from feeds.distribution.redispub import metadata
 
 
 @periodic_job("refresh-instrument-metadata", every_s=3600.0)

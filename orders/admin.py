@@ -1,11 +1,22 @@
 """Admin for accounts; staff who are not superusers see only their own accounts."""
+
 from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
+from orders.models import (
+    Account,
+    AuditEvent,
+    CapitalLedger,
+    Fill,
+    LedgerEntry,
+    Order,
+    Position,
+    SignalOutcome,
+    TradeSetting,
+)
 from orders.selectors import signal_outcomes_for_user
 
 
@@ -105,10 +116,22 @@ class AuditEventAdmin(OwnedByAccountAdmin):
 class SignalOutcomeAdmin(OwnedByAccountAdmin):
     """What became of each signal; written only by orders.outcomes, so read-only here."""
 
-    list_display = ["created_at", "strategy_name", "symbol", "signal_kind", "account", "outcome", "reason", "client_order_id"]
+    list_display = [
+        "created_at",
+        "strategy_name",
+        "symbol",
+        "signal_kind",
+        "account",
+        "outcome",
+        "reason",
+        "client_order_id",
+    ]
     # RelatedOnly: the sidebar must not list other users' accounts.
     list_filter = [
-        "outcome", "signal_kind", ("account", admin.RelatedOnlyFieldListFilter), ("strategy", admin.RelatedOnlyFieldListFilter),
+        "outcome",
+        "signal_kind",
+        ("account", admin.RelatedOnlyFieldListFilter),
+        ("strategy", admin.RelatedOnlyFieldListFilter),
     ]
     search_fields = ["client_order_id", "output_id", "signal_key", "strategy_name", "symbol"]
     list_select_related = ["account", "strategy"]

@@ -5,6 +5,7 @@ retry or a second runtime racing on the signal can never become a second order: 
 venue (and our unique constraint) refuses the duplicate. Ids fit Binance's
 `^[.A-Z:/a-z0-9_-]{1,36}$` and Upstox's order tag.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,5 +29,5 @@ def parse_account_id(prefix: str, client_order_id_value: str) -> int | None:
     head = f"{prefix}-"
     if not client_order_id_value.startswith(head):
         return None
-    account, sep, _ = client_order_id_value[len(head):].partition("-")
+    account, sep, _ = client_order_id_value[len(head) :].partition("-")
     return int(account) if sep and account.isdigit() else None

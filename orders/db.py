@@ -19,13 +19,15 @@ Each call also carries the event loop it came from, so work that must happen on 
 loop after commit (dashboard pushes, `orders.events.after_commit_on_loop`) is handed
 back to it instead of holding the database thread.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import Any
 
 from asgiref.sync import SyncToAsync
 from channels.db import database_sync_to_async

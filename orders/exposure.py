@@ -8,10 +8,11 @@ no pending intent is compared, and only under its entry lease, so an order in fl
 is never mistaken for a difference. Accounts that trade through one venue key are
 compared together: the venue holds one position for all of them.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
@@ -52,9 +53,7 @@ def site_exposure(account_ids: Sequence[int]) -> dict[str, SymbolBook]:
     entries |= set(
         OrderIntent.objects.filter(account_id__in=account_ids).values_list("account_id", "instrument_id").distinct()
     )
-    symbol_of = dict(
-        Instrument.objects.filter(pk__in={i for _, i in entries}).values_list("pk", "venue_symbol")
-    )
+    symbol_of = dict(Instrument.objects.filter(pk__in={i for _, i in entries}).values_list("pk", "venue_symbol"))
     net: dict[str, int] = {}
     for side, instrument_id, quantity in Position.objects.filter(
         account_id__in=account_ids, state=Position.State.OPEN

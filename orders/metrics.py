@@ -1,4 +1,5 @@
 """Prometheus metrics of the trading side; /internal/health sums them into its counts."""
+
 from prometheus_client import Counter, Gauge, Histogram
 
 ENTRIES = Counter("orders_entries_total", "Entry attempts by outcome", ["outcome"])

@@ -5,13 +5,14 @@ overflow): rounding to an instrument's tick and lot, notional values, fees, and 
 pro-rata shares that keep a ledger exact (the released parts always add up to the
 whole, so nothing is lost to rounding).
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
 from enum import Enum
 
-from feeds.market import fixed_from_decimal
 from core.fixed_point import SCALE
+from feeds.market import fixed_from_decimal
 
 BPS = 10_000
 

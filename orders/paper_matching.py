@@ -6,13 +6,14 @@ every `refresh_s`), so a busy feed costs no query per batch. A fill that arrives
 before its order row is persisted is retried on the next batches, then left to
 reconciliation.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from channels.db import database_sync_to_async
 
@@ -61,7 +62,9 @@ class PaperMatcher:
         if now - self._refreshed_at >= self._refresh_s:
             self._open_symbols = await database_sync_to_async(paper_open_symbols)()
             self._refreshed_at = now
-        ticks = [event for event in batch.events if isinstance(event, MarketData) and event.symbol in self._open_symbols]
+        ticks = [
+            event for event in batch.events if isinstance(event, MarketData) and event.symbol in self._open_symbols
+        ]
         if ticks:
             for account_key, fill in await database_sync_to_async(paper_match)(ticks, fees=self._fees):
                 self._pending.append((now, account_key, fill))
@@ -72,7 +75,9 @@ class PaperMatcher:
         retry: list[tuple[float, str, BrokerFill]] = []
         while self._pending:
             first_seen, account_key, fill = self._pending.popleft()
-            applied = await database_sync_to_async(lifecycle.lifecycle_apply_fill)(account_id=int(account_key), fill=fill)
+            applied = await database_sync_to_async(lifecycle.lifecycle_apply_fill)(
+                account_id=int(account_key), fill=fill
+            )
             if applied:
                 self.fills_applied += 1
             elif now - first_seen < PENDING_RETRY_S and not await database_sync_to_async(_already_applied)(

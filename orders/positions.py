@@ -4,6 +4,7 @@ Read-only. The processor asks this (through a callable the runtime injects) when
 execution starts, so a restarted strategy resumes the position it opened before,
 instead of coming up flat while its accounts still hold it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,9 +35,13 @@ def strategy_held_position(strategy_id: int, feed: str, venue_symbol: str) -> He
     """
     rows = list(
         PositionRow.objects.filter(
-            strategy_id=strategy_id, instrument__feed__name=feed, instrument__venue_symbol=venue_symbol,
+            strategy_id=strategy_id,
+            instrument__feed__name=feed,
+            instrument__venue_symbol=venue_symbol,
             state=PositionRow.State.OPEN,
-        ).order_by("-opened_at", "-id").values_list("account_id", "side")
+        )
+        .order_by("-opened_at", "-id")
+        .values_list("account_id", "side")
     )
     if not rows:
         return HeldPosition(Position.FLAT)

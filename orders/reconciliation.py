@@ -11,14 +11,16 @@ resolves is marked unresolved and, past a limit, put to a person (orders.resolut
 The same pass runs at startup before trading resumes (restart rebuild) and once more
 at a clean stop.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Awaitable, Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -54,6 +56,7 @@ FILL_LOOKBACK = timedelta(minutes=5)
 
 # ---- the two views ------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class LocalOrder:
     client_order_id: str
@@ -84,6 +87,7 @@ class VenueReport:
 
 
 # ---- corrections --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Adopt:
@@ -256,15 +260,20 @@ def _load_local(account_id: int, prefix: str, claimed: list[_PendingRow]) -> tup
     symbol_of = {row.client_order_id: row.symbol for row in pending}
     working = [
         (LocalOrder(o.client_order_id, o.exchange_order_id, o.status, o.filled_quantity), o.instrument.venue_symbol)
-        for o in Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).select_related("instrument")
+        for o in Order.objects.filter(account_id=account_id)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .select_related("instrument")
     ]
     for order, symbol in working:
         symbol_of[order.client_order_id] = symbol
     known_trades = frozenset(
-        Fill.objects.filter(account_id=account_id, order__client_order_id__in=[o.client_order_id for o, _ in working])
-        .values_list("exchange_trade_id", flat=True)
+        Fill.objects.filter(
+            account_id=account_id, order__client_order_id__in=[o.client_order_id for o, _ in working]
+        ).values_list("exchange_trade_id", flat=True)
     )
-    known_clients = frozenset(OrderIntent.objects.filter(account_id=account_id).values_list("client_order_id", flat=True))
+    known_clients = frozenset(
+        OrderIntent.objects.filter(account_id=account_id).values_list("client_order_id", flat=True)
+    )
     state = LocalState(
         account_id=account_id,
         prefix=prefix,
@@ -280,7 +289,11 @@ def _oldest_open_ns(account_id: int) -> int:
     oldest = (
         Order.objects.filter(account_id=account_id).exclude(status__in=TERMINAL_STATUSES).order_by("created_at").first()
     )
-    intent = OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).order_by("created_at").first()
+    intent = (
+        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING)
+        .order_by("created_at")
+        .first()
+    )
     moments = [row.created_at for row in (oldest, intent) if row is not None]
     start = min(moments) if moments else timezone.now()
     return int((start - FILL_LOOKBACK).timestamp() * 1e9)
@@ -328,7 +341,7 @@ async def reconcile_account(
     broker: Broker,
     prefix: str,
     lock_ttl_s: float = 30.0,
-    tracker: "ReconcileTracker | None" = None,
+    tracker: ReconcileTracker | None = None,
     lease_wait_s: float = 0.0,
     prompt_after_s: float = 300.0,
     exposure_accounts: Sequence[int] | None = None,
@@ -387,7 +400,11 @@ async def reconcile_account(
                 _degrade(result, "lookup", exc)  # unknown stays unknown: asked again next pass
         since_ns = await database_sync_to_async(_oldest_open_ns)(account_id)
         fill_symbols = sorted(set(symbols) | {o.symbol for o in open_orders})
-        fills = (await _read(result, "fills", broker.fills(symbols=fill_symbols, since_ns=since_ns)) or []) if fill_symbols else []
+        fills = (
+            (await _read(result, "fills", broker.fills(symbols=fill_symbols, since_ns=since_ns)) or [])
+            if fill_symbols
+            else []
+        )
         venue = VenueReport(tuple(open_orders), looked_up, tuple(fills))
         for correction in diff(local, venue):
             await _apply(correction, account_id, broker)
@@ -512,9 +529,13 @@ def _unbooked_fills(account_ids: tuple[int, ...], fills: list[BrokerFill]) -> li
 
 async def _apply(correction: Correction, account_id: int, broker: Broker) -> None:
     if isinstance(correction, Adopt):
-        await database_sync_to_async(lifecycle.lifecycle_persist)(broker_order=correction.order, via_reconciliation=True)
+        await database_sync_to_async(lifecycle.lifecycle_persist)(
+            broker_order=correction.order, via_reconciliation=True
+        )
         await database_sync_to_async(signal_outcome_settle)(
-            client_order_id=correction.order.client_order_id, outcome=Outcome.PLACED, reason="adopted: the broker has it"
+            client_order_id=correction.order.client_order_id,
+            outcome=Outcome.PLACED,
+            reason="adopted: the broker has it",
         )
     elif isinstance(correction, Abandon):
         await database_sync_to_async(lifecycle.intent_abandon)(
@@ -592,7 +613,9 @@ def accounts_to_reconcile(brokers: Sequence[str] | None = None) -> list[tuple[in
         rows = rows.filter(broker__in=brokers)
     result = []
     for account in rows.prefetch_related("trade_settings"):
-        modes = {setting.mode for setting in account.trade_settings.all()} or {"paper" if account.broker == "paper" else "live"}
+        modes = {setting.mode for setting in account.trade_settings.all()} or {
+            "paper" if account.broker == "paper" else "live"
+        }
         for mode in sorted(modes):
             result.append((account.pk, account.broker, mode))
     return result

@@ -7,6 +7,7 @@ marked unresolved and, once that has lasted ORDERS_UNRESOLVED_PROMPT_AFTER_S, a 
 is asked to decide. Capital is never held in silence: the prompt is audited, counted on
 health and listed on the dashboard until someone answers it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,7 +60,10 @@ def intents_unresolved_record(
                     f"the broker could not say whether it has this order for {prompt_after_s:.0f}s; "
                     f"{fixed_to_str(intent.reserved)} stays reserved until a person decides"
                 ),
-                details={"reserved": fixed_to_str(intent.reserved), "unresolved_since": intent.unresolved_since.isoformat()},
+                details={
+                    "reserved": fixed_to_str(intent.reserved),
+                    "unresolved_since": intent.unresolved_since.isoformat(),
+                },
             )
             UNRESOLVED_PROMPTS.inc()
             prompted.append(client_order_id)
@@ -85,7 +89,9 @@ def intent_release_by_operator(*, client_order_id: str, operator: str) -> bool:
     )
     if changed:
         signal_outcome_settle(
-            client_order_id=client_order_id, outcome=Outcome.ABANDONED, reason=f"released by {operator}: never at the broker"
+            client_order_id=client_order_id,
+            outcome=Outcome.ABANDONED,
+            reason=f"released by {operator}: never at the broker",
         )
     return changed
 

@@ -1,10 +1,12 @@
 """Services of the orders app that tasks and startup call: brokers from settings, reconciliation passes."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -13,7 +15,6 @@ from django.db.models import Count, Sum
 from django.utils.module_loading import import_string
 
 from core.fixed_point import fixed_to_str
-
 from orders.brokers.kinds import BROKERS, configured_factories
 from orders.brokers.registry import BrokerNotConfigured, BrokerRegistry
 from orders.ledger import ledger_open
@@ -200,7 +201,9 @@ class StopLeftovers:
 
 
 def stop_leftovers() -> StopLeftovers:
-    pending = OrderIntent.objects.filter(state=OrderIntent.State.PENDING).aggregate(n=Count("pk"), reserved=Sum("reserved"))
+    pending = OrderIntent.objects.filter(state=OrderIntent.State.PENDING).aggregate(
+        n=Count("pk"), reserved=Sum("reserved")
+    )
     working = Order.objects.exclude(status__in=TERMINAL_STATUSES).count()
     return StopLeftovers(int(pending["n"] or 0), int(pending["reserved"] or 0), working)
 

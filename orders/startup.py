@@ -13,6 +13,7 @@ It also registers the clean stop's final reconciliation pass.
 DATA_FLOW: the paper exchange starts matching on live ticks and the trade executor
 subscribes to the processor's signals.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,6 +24,9 @@ from typing import TYPE_CHECKING
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from core.health import Status
+from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
 from orders.audit import audit_record
 from orders.brokers.paper import PaperFees
 from orders.brokers.registry import BrokerRegistry
@@ -39,12 +43,9 @@ from orders.services import (
     stop_leftovers,
     summarize,
 )
-from core.health import Status
-from core.runtime.core import Phase, RuntimeContext, StartupTask
-from core.runtime.startup_value import StartupValue
 
 if TYPE_CHECKING:
-    from feeds.fanout import FeedFanout
+    from feeds.distribution.fanout import FeedFanout
     from processor.signals import SignalHub
     from recovery.coordinator import AuthState
 
@@ -95,13 +96,20 @@ def rebuild_health(results: list[ReconcileResult], *, halting: bool) -> tuple[St
     text = f"restart rebuild: {summarize(results)}"
     if halted:
         text += f"; entries halted on accounts {', '.join(halted)}"
-        text += " until a person releases their kill switch" if halting else ", but no kill switch is wired in this process"
+        text += (
+            " until a person releases their kill switch" if halting else ", but no kill switch is wired in this process"
+        )
     return (Status.DEGRADED if degraded else Status.HEALTHY), text
 
 
 async def final_reconcile(
-    ctx: RuntimeContext, registry: BrokerRegistry, matcher: PaperMatcher, timeout_s: float, *,
-    tracker: ReconcileTracker | None = None, halt_entries: EntriesHalt | None = None,
+    ctx: RuntimeContext,
+    registry: BrokerRegistry,
+    matcher: PaperMatcher,
+    timeout_s: float,
+    *,
+    tracker: ReconcileTracker | None = None,
+    halt_entries: EntriesHalt | None = None,
 ) -> None:
     """The clean stop's last pass: book every fill the broker matched, resolve every pending intent.
 
@@ -123,7 +131,7 @@ async def final_reconcile(
             ),
             max(deadline - loop.time() - STOP_REPORT_RESERVE_S, 0.01),
         )
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("orders: the final reconciliation did not finish within %.1fs", timeout_s)
     left = await database_sync_to_async(stop_leftovers)()
     text = f"final pass at stop: {summarize(results)}; left: {left.describe()}"
@@ -131,7 +139,9 @@ async def final_reconcile(
         log.warning("orders: %s", text)
     else:
         log.info("orders: %s", text)
-    await database_sync_to_async(audit_record)(event="reconcile.stop", account_id=None, message=text, details=left.as_dict())
+    await database_sync_to_async(audit_record)(
+        event="reconcile.stop", account_id=None, message=text, details=left.as_dict()
+    )
     ctx.health.set(RECONCILE_COMPONENT, Status.DEGRADED if left.anything else Status.HEALTHY, text)
 
 

@@ -1,4 +1,5 @@
 """Bring one order in line with the broker: its fills first, then its status."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -37,4 +38,3 @@ async def order_sync(
         await database_sync_to_async(lifecycle.lifecycle_order_update)(
             account_id=account_id, broker_order=report, via_reconciliation=via_reconciliation
         )
-

@@ -1,8 +1,9 @@
 """Periodic jobs of the orders app."""
+
 from __future__ import annotations
 
-from orders import services
 from core.jobs import periodic_job
+from orders import services
 
 
 @periodic_job("orders-reconcile", every_s=10.0)

@@ -4,9 +4,11 @@ The feeds app records every tick; a `HistoricalTickProvider` reads a window
 of them for one instrument. Until a recorder-backed provider is wired in, `NoHistory`
 answers with nothing and strategies warm up on live ticks.
 """
+
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from feeds.market import MarketData
 

@@ -5,22 +5,24 @@ fan-out delivers live batches; the strategy sees the same code path it runs live
 The writer turns outputs and signals into JSON lines in exchange-time order, each
 signal right after the output line of the tick that caused it.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, AsyncIterable, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
-from feeds.market import FeedData
 from core.fixed_point import fixed_to_str
+from feeds.market import FeedData
 from processor.backfill_source import NoHistory
 from processor.outputs import OutputBatch, OutputRow, StrategyOutput
 from processor.processor import Processor
 from processor.routing import Degraded
-from processor.specs import StrategySpec
 from processor.signals import Signal
+from processor.specs import StrategySpec
 from processor.strategies import strategy_class
 
 BACKTEST_FEED = "backtest"
@@ -56,8 +58,9 @@ class JsonLinesWriter:
     a line. One symbol's lines already arrive in time order and are not sorted.
     """
 
-    def __init__(self, write: Callable[[str], None], *, kind: str, signals_only: bool = False,
-                 block_lines: int = 4096) -> None:
+    def __init__(
+        self, write: Callable[[str], None], *, kind: str, signals_only: bool = False, block_lines: int = 4096
+    ) -> None:
         self._write = write
         self._encode_values = strategy_class(kind).encode_values
         self._signals_only = signals_only
@@ -91,13 +94,17 @@ class JsonLinesWriter:
                 self._append_pending(output.output_id)
             self._saw(signal.symbol)
             self._runs.append(signal.occurrence_ns)
-            lines.append(orjson.dumps({
-                "type": "signal",
-                "symbol": signal.symbol,
-                "kind": signal.kind.value,
-                "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
-                "price": fixed_to_str(signal.price),
-            }).decode())
+            lines.append(
+                orjson.dumps(
+                    {
+                        "type": "signal",
+                        "symbol": signal.symbol,
+                        "kind": signal.kind.value,
+                        "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
+                        "price": fixed_to_str(signal.price),
+                    }
+                ).decode()
+            )
 
     def end_batch(self) -> None:
         """Close the replayed batch (all of it folded): order its lines by time, write full blocks."""
@@ -137,7 +144,7 @@ class JsonLinesWriter:
         end = len(batch.rows)
         if through_output_id is not None:
             end = int(through_output_id.rsplit(":", 1)[1]) - batch.first_seq + 1
-        rows = batch.rows[self._pending_from:end]
+        rows = batch.rows[self._pending_from : end]
         if rows:
             encode = self._encode_values
             symbol = batch.symbol
@@ -145,13 +152,17 @@ class JsonLinesWriter:
             self._saw(symbol)
             self._runs.append(rows)
             for row in rows:
-                lines.append(orjson.dumps({
-                    "type": "output",
-                    "symbol": symbol,
-                    "time_ms": row[0] // _NS_PER_MS,
-                    "occurrence_time_ms": row[1] // _NS_PER_MS,
-                    "values": encode(row),
-                }).decode())
+                lines.append(
+                    orjson.dumps(
+                        {
+                            "type": "output",
+                            "symbol": symbol,
+                            "time_ms": row[0] // _NS_PER_MS,
+                            "occurrence_time_ms": row[1] // _NS_PER_MS,
+                            "values": encode(row),
+                        }
+                    ).decode()
+                )
         self._pending_from = end
         if end >= len(batch.rows):
             self._pending = None
@@ -169,8 +180,13 @@ class JsonLinesWriter:
 
 
 async def run_backtest(
-    *, kind: str, params: Mapping[str, Any], batches: Iterable[FeedData] | AsyncIterable[FeedData],
-    writer: JsonLinesWriter, strategy_id: int = 0, name: str = "backtest",
+    *,
+    kind: str,
+    params: Mapping[str, Any],
+    batches: Iterable[FeedData] | AsyncIterable[FeedData],
+    writer: JsonLinesWriter,
+    strategy_id: int = 0,
+    name: str = "backtest",
 ) -> BacktestSummary:
     """Replay `batches` through a Processor running one strategy on every symbol they contain."""
     processor = Processor(sink=writer, history=NoHistory())
@@ -185,9 +201,17 @@ async def run_backtest(
         if new:
             # A symbol first seen: route it before its first tick, as a live Reconcile would.
             instruments.update(new)
-            processor.reconcile([StrategySpec.build(
-                strategy_id=strategy_id, name=name, kind=kind, params=params, instruments=frozenset(instruments),
-            )])
+            processor.reconcile(
+                [
+                    StrategySpec.build(
+                        strategy_id=strategy_id,
+                        name=name,
+                        kind=kind,
+                        params=params,
+                        instruments=frozenset(instruments),
+                    )
+                ]
+            )
             await processor.settled()
         ticks += len(batch.events)
         await processor.consume(batch)
@@ -204,7 +228,8 @@ async def run_backtest(
                 await replay(batch)
         await processor.drained()
         degraded = [
-            f"{route.spec.name}: {route.state.cause}" for route in processor.snapshot.routes_by_strategy.values()
+            f"{route.spec.name}: {route.state.cause}"
+            for route in processor.snapshot.routes_by_strategy.values()
             if isinstance(route.state, Degraded)
         ]
         if degraded:
@@ -213,6 +238,9 @@ async def run_backtest(
         await processor.stop()
     writer.flush()
     return BacktestSummary(
-        ticks=ticks, outputs=writer.outputs_seen, signals=writer.signals_seen, symbols=len(instruments),
+        ticks=ticks,
+        outputs=writer.outputs_seen,
+        signals=writer.signals_seen,
+        symbols=len(instruments),
         seconds=time.perf_counter() - started,
     )

@@ -4,6 +4,7 @@ They travel on an unbounded control queue to the route command loop. Every comma
 after Reconcile names the route incarnation it is about, so one aimed at a route that
 has since been recreated is discarded.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

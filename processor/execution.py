@@ -17,22 +17,24 @@ right after delivering, which folds everything queued synchronously; a task wake
 per instrument per batch would cost more than folding the tick itself, and folding
 is CPU work that would hold the event loop in a task just the same.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from feeds.market import MarketData
-from processor.held import HeldPositionLookup, nothing_held
 from processor.backfill_source import HistoricalTickProvider
+from processor.held import HeldPositionLookup, nothing_held
 from processor.mailbox import Mailbox
 from processor.outputs import OutputBatch, StrategyOutput, output_id
-from processor.specs import FeedSymbol, StrategySpec
 from processor.signals import Position, Signal
+from processor.specs import FeedSymbol, StrategySpec
 from processor.strategies.base import SignalRow, StrategyLogic
 
 log = logging.getLogger(__name__)
@@ -42,15 +44,22 @@ log = logging.getLogger(__name__)
 class ExecutionSubscriber:
     outputs: Callable[[OutputBatch], None]
     signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
-    position_changed: Callable[["StrategyExecution"], None]
-    failed: Callable[["StrategyExecution", BaseException], None]
+    position_changed: Callable[[StrategyExecution], None]
+    failed: Callable[[StrategyExecution, BaseException], None]
 
 
 class StrategyExecution:
     def __init__(
-        self, *, spec: StrategySpec, instrument: FeedSymbol, logic: StrategyLogic,
-        mailbox: Mailbox[Sequence[MarketData]], history: HistoricalTickProvider, backfill_window_ns: int,
-        clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
+        self,
+        *,
+        spec: StrategySpec,
+        instrument: FeedSymbol,
+        logic: StrategyLogic,
+        mailbox: Mailbox[Sequence[MarketData]],
+        history: HistoricalTickProvider,
+        backfill_window_ns: int,
+        clock_ns: Callable[[], int] = time.time_ns,
+        held_position: HeldPositionLookup = nothing_held,
         handed_over: Position | None = None,
     ) -> None:
         self.spec = spec
@@ -179,7 +188,8 @@ class StrategyExecution:
         boundary = self._boundary_ns
         assert boundary is not None
         kept = [
-            t for t in chunk
+            t
+            for t in chunk
             if t.ts_event > boundary
             or (t.ts_event == boundary and t.trade_id is not None and t.trade_id not in self._boundary_trade_ids)
         ]
@@ -213,8 +223,14 @@ class StrategyExecution:
             emitted_ns = self._clock_ns()
             signals = [
                 Signal(
-                    strategy_id=spec.strategy_id, strategy_name=spec.name, feed=feed, symbol=symbol, kind=kind,
-                    price=price, emitted_ns=emitted_ns, occurrence_ns=ts,
+                    strategy_id=spec.strategy_id,
+                    strategy_name=spec.name,
+                    feed=feed,
+                    symbol=symbol,
+                    kind=kind,
+                    price=price,
+                    emitted_ns=emitted_ns,
+                    occurrence_ns=ts,
                     output_id=output_id(self.execution_id, first_seq + index),
                 )
                 for index, kind, price, ts in signal_rows

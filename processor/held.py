@@ -5,9 +5,10 @@ other way round), so the runtime injects a lookup: (strategy id, feed, venue sym
 -> the Position the ledger says the strategy holds there. Without one (backtests,
 tests) every execution starts flat.
 """
+
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from processor.signals import Position
 

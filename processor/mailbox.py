@@ -5,6 +5,7 @@ do not fit, and the caller degrades the route instead of waiting for a slow cons
 The consumer takes everything queued in one call, so a level processes a backlog as
 one batch instead of awaiting per item.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,7 @@ class MailboxClosed(Exception):
 
 
 class Mailbox(Generic[T]):
-    __slots__ = ("capacity", "size", "_items", "_waiter", "closed", "dropped_closed")
+    __slots__ = ("_items", "_waiter", "capacity", "closed", "dropped_closed", "size")
 
     def __init__(self, capacity: int = MAILBOX_CAPACITY) -> None:
         self.capacity = capacity

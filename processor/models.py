@@ -1,4 +1,5 @@
 """Strategies: a kind, validated params and the instruments they run on."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -6,10 +7,9 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import models
 
-
+from core.fixed_point_field import FixedPointField
 from feeds.market import fixed_to_decimal
 from processor.strategies import clean_params, kind_choices
-from core.fixed_point_field import FixedPointField
 
 
 class Strategy(models.Model):

@@ -6,10 +6,12 @@ On the hot path an execution appends one plain tuple per tick to a row list,
 numerous than their readers (the dashboard and the store conflate them). Readers
 that want objects call `OutputBatch.outputs()` or `OutputBatch.last()`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 OutputRow = tuple[Any, ...]  # (time_ns, occurrence_ns, *values), values in `names` order
 

@@ -13,6 +13,7 @@ Four core jobs:
 - fatal watcher: raises FatalError once a degraded route held open positions, so the
   process exits non-zero and restarts from a known state.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,25 +21,31 @@ import functools
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
+from core.runtime.core import FatalError
 from feeds.market import FeedData, MarketData
-from processor.commands import (
-    Degrade, InstrumentRouteAdded, InstrumentRouteRemoved, Reconcile, RouteCommand, TeardownStrategy,
-)
-from processor.strategy_executor import ExecutorSubscriber, StrategyExecutor
-from processor.held import HeldPositionLookup, nothing_held
 from processor.backfill_source import HistoricalTickProvider, NoHistory
+from processor.commands import (
+    Degrade,
+    InstrumentRouteAdded,
+    InstrumentRouteRemoved,
+    Reconcile,
+    RouteCommand,
+    TeardownStrategy,
+)
+from processor.held import HeldPositionLookup, nothing_held
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.readiness import Readiness, processor_readiness
 from processor.routing import Active, Degraded, RoutingSnapshot, Stopping, StrategyRoute, build_instrument_index
-from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
 from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
-from core.runtime.core import FatalError
+from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
+from processor.strategy_executor import ExecutorSubscriber, StrategyExecutor
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +60,20 @@ Spawn = Callable[[str, Coroutine[Any, Any, None]], "asyncio.Task[None]"]
 LoadDesired = Callable[[], Awaitable[Sequence[StrategySpec]]]
 
 
-def _create_task(name: str, coro: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
+def _create_task(name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     return asyncio.create_task(coro, name=name)
 
 
 class Processor:
     def __init__(
-        self, *, sink: StrategyEventSink, history: HistoricalTickProvider | None = None,
-        load_desired: LoadDesired | None = None, reconcile_interval_s: float = 1.0,
-        backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
+        self,
+        *,
+        sink: StrategyEventSink,
+        history: HistoricalTickProvider | None = None,
+        load_desired: LoadDesired | None = None,
+        reconcile_interval_s: float = 1.0,
+        backfill_default_ns: int = 0,
+        mailbox_capacity: int = MAILBOX_CAPACITY,
         clock_ns: Callable[[], int] = time.time_ns,
         on_readiness: Callable[[Readiness], None] | None = None,
         held_position: HeldPositionLookup = nothing_held,
@@ -89,7 +101,7 @@ class Processor:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def start(self, *, spawn: Spawn = _create_task, feed: "asyncio.Queue[FeedData] | None" = None) -> None:
+    def start(self, *, spawn: Spawn = _create_task, feed: asyncio.Queue[FeedData] | None = None) -> None:
         """Launch the core jobs; `feed` is this processor's queue on the feed fan-out."""
         if self._core:
             raise RuntimeError("processor already started")
@@ -118,13 +130,14 @@ class Processor:
         self.snapshot = RoutingSnapshot(desired=self.snapshot.desired)
 
     @property
-    def fatal(self) -> "asyncio.Future[str] | None":
+    def fatal(self) -> asyncio.Future[str] | None:
         return self._fatal
 
     def backlog(self) -> int:
         """Ticks queued in every route's mailboxes."""
         return sum(
-            route.executor.backlog() for route in self.snapshot.routes_by_strategy.values()
+            route.executor.backlog()
+            for route in self.snapshot.routes_by_strategy.values()
             if not isinstance(route.state, Degraded)
         )
 
@@ -143,7 +156,9 @@ class Processor:
     def readiness(self) -> Readiness:
         running = {name: not task.done() for name, task in self._core.items()}
         return processor_readiness(
-            running, self.snapshot.routes_by_strategy.values(), shed_batches=self.shed_batches,
+            running,
+            self.snapshot.routes_by_strategy.values(),
+            shed_batches=self.shed_batches,
             shed_events=self.shed_events,
         )
 
@@ -187,7 +202,7 @@ class Processor:
 
     # -- feed router (hot path) -----------------------------------------------------
 
-    async def _feed_router(self, feed: "asyncio.Queue[FeedData]") -> None:
+    async def _feed_router(self, feed: asyncio.Queue[FeedData]) -> None:
         while True:
             await self.consume(await feed.get())
 
@@ -198,7 +213,7 @@ class Processor:
             self.route(batch.feed, events)
         else:
             for start in range(0, len(events), MAX_SLICE_TICKS):
-                self.route(batch.feed, events[start:start + MAX_SLICE_TICKS])
+                self.route(batch.feed, events[start : start + MAX_SLICE_TICKS])
                 await asyncio.sleep(0)
         # Batches are processed strictly in order; yielding here lets each executor and
         # execution drain its mailbox once per batch, so mailboxes hold about a batch.
@@ -259,9 +274,7 @@ class Processor:
         routes = dict(current.routes_by_strategy)
         # A strategy whose params changed is a new route key for the same strategy id: the
         # new route takes over the old one's open positions on the instruments it trades.
-        successors = {
-            spec.strategy_id: spec for spec in desired if spec.route_key not in current.routes_by_strategy
-        }
+        successors = {spec.strategy_id: spec for spec in desired if spec.route_key not in current.routes_by_strategy}
         handed_over: dict[RouteKey, dict[FeedSymbol, Position]] = {}
         for key, route in current.routes_by_strategy.items():
             spec = wanted.get(key)
@@ -277,7 +290,8 @@ class Processor:
                         handed_over[successor.route_key] = handed
                         log.info(
                             "processor %s: new params take over the positions on %s",
-                            route.spec.name, ", ".join(f"{f}:{s}" for f, s in sorted(handed)),
+                            route.spec.name,
+                            ", ".join(f"{f}:{s}" for f, s in sorted(handed)),
                         )
                 if isinstance(route.state, Stopping):
                     continue
@@ -309,12 +323,17 @@ class Processor:
         return self._with_routes(replace(current, desired=desired), routes)
 
     def _add_route(
-        self, key: RouteKey, spec: StrategySpec, handed_over: dict[FeedSymbol, Position] | None = None,
+        self,
+        key: RouteKey,
+        spec: StrategySpec,
+        handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
         mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
         executor = StrategyExecutor(
-            spec=spec, strategy_mailbox=mailbox, history=self._history,
+            spec=spec,
+            strategy_mailbox=mailbox,
+            history=self._history,
             on_route_overflow=lambda instrument, exc: self.request_degrade(key, route_instance_id, str(exc)),
             on_instrument_route_added=lambda instrument: self._commands.put_nowait(
                 InstrumentRouteAdded(key, route_instance_id, instrument)
@@ -322,14 +341,19 @@ class Processor:
             on_instrument_route_removed=lambda instrument: self._commands.put_nowait(
                 InstrumentRouteRemoved(key, route_instance_id, instrument)
             ),
-            backfill_default_ns=self._backfill_default_ns, mailbox_capacity=self._mailbox_capacity,
-            clock_ns=self._clock_ns, held_position=self._held_position, handed_over=handed_over,
+            backfill_default_ns=self._backfill_default_ns,
+            mailbox_capacity=self._mailbox_capacity,
+            clock_ns=self._clock_ns,
+            held_position=self._held_position,
+            handed_over=handed_over,
         )
         # Subscribed before start: the first output of the first execution has a reader.
-        executor.subscribe(ExecutorSubscriber(
-            outputs=functools.partial(self._route_outputs, key, route_instance_id),
-            signals=functools.partial(self._route_signals, key, route_instance_id),
-        ))
+        executor.subscribe(
+            ExecutorSubscriber(
+                outputs=functools.partial(self._route_outputs, key, route_instance_id),
+                signals=functools.partial(self._route_signals, key, route_instance_id),
+            )
+        )
         executor.start()
         executor.set_instruments(spec.instruments)
         log.info("processor %s: route %d added on %d instruments", spec.name, route_instance_id, len(spec.instruments))
@@ -375,7 +399,11 @@ class Processor:
 
     def _teardown_strategy(self, current: RoutingSnapshot, command: TeardownStrategy) -> RoutingSnapshot:
         route = current.routes_by_strategy.get(command.key)
-        if route is None or route.route_instance_id != command.route_instance_id or not isinstance(route.state, Stopping):
+        if (
+            route is None
+            or route.route_instance_id != command.route_instance_id
+            or not isinstance(route.state, Stopping)
+        ):
             self.discarded_commands += 1
             return current
         self._close_route(route)

@@ -6,12 +6,14 @@ many to store or push one by one: only the latest per (strategy, instrument) is 
 pushed every `push_interval_s` and stored every `output_persist_interval_s`. Buffers
 are bounded; overflow is counted and warned about, never silent.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from core.fixed_point import fixed_to_str
 from core.push_groups import MARKET_GROUP
@@ -68,10 +70,17 @@ def signal_message_row(signal: Signal, symbol: str) -> dict[str, Any]:
 
 class LiveStrategyEvents:
     def __init__(
-        self, *, hub: SignalHub, layer: GroupSender, persist: PersistEvents,
+        self,
+        *,
+        hub: SignalHub,
+        layer: GroupSender,
+        persist: PersistEvents,
         symbols: Mapping[tuple[str, str], str] | None = None,
-        push_interval_s: float = 0.25, signal_flush_interval_s: float = 0.5, output_persist_interval_s: float = 5.0,
-        buffer_capacity: int = SIGNAL_BUFFER_CAPACITY, clock: Callable[[], float] = time.monotonic,
+        push_interval_s: float = 0.25,
+        signal_flush_interval_s: float = 0.5,
+        output_persist_interval_s: float = 5.0,
+        buffer_capacity: int = SIGNAL_BUFFER_CAPACITY,
+        clock: Callable[[], float] = time.monotonic,
         warn_interval_s: float = 10.0,
     ) -> None:
         self._hub = hub
@@ -153,7 +162,9 @@ class LiveStrategyEvents:
 
     # -- the store ------------------------------------------------------------------
 
-    def take_store_batch(self, *, force_outputs: bool = False) -> tuple[list[tuple[Signal, StrategyOutput]], list[StrategyOutput]]:
+    def take_store_batch(
+        self, *, force_outputs: bool = False
+    ) -> tuple[list[tuple[Signal, StrategyOutput]], list[StrategyOutput]]:
         """Return the signals to store, and the latest outputs when their interval has passed."""
         signals, self._store_signals = self._store_signals, []
         outputs: list[StrategyOutput] = []
@@ -174,8 +185,8 @@ class LiveStrategyEvents:
             log.exception("processor: storing %d signals failed; retrying with the next flush", len(signals))
             # Signals must be stored: put them back ahead of newer ones, within the bound.
             room = self._capacity - len(self._store_signals)
-            kept = signals[:max(room, 0)]
-            for _ in signals[len(kept):]:
+            kept = signals[: max(room, 0)]
+            for _ in signals[len(kept) :]:
                 self._count_dropped()
             self._store_signals = kept + self._store_signals
             return

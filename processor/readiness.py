@@ -11,14 +11,15 @@
 Feed batches shed at the processor's input are named in the reason; the routes they
 concerned are degraded, so the status follows from the routes.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable, Mapping
 
-from processor.routing import Degraded, StrategyRoute, Stopping
 from core.health import Status
+from processor.routing import Degraded, Stopping, StrategyRoute
 
 
 class ProcessorHealth(StrEnum):
@@ -41,7 +42,11 @@ class Readiness:
 
 
 def processor_readiness(
-    core_jobs: Mapping[str, bool], routes: Iterable[StrategyRoute], *, shed_batches: int = 0, shed_events: int = 0,
+    core_jobs: Mapping[str, bool],
+    routes: Iterable[StrategyRoute],
+    *,
+    shed_batches: int = 0,
+    shed_events: int = 0,
 ) -> Readiness:
     """Return readiness from whether each core job is running and the routes' states."""
     readiness = _route_readiness(core_jobs, routes)

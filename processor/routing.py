@@ -4,12 +4,14 @@ Only the route command loop builds snapshots; every change produces a new one, s
 feed router reads a consistent view without locks. Maps are read-only proxies over
 dicts that are never touched after construction.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Union
+from typing import Union
 
 from processor.mailbox import Mailbox
 from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
@@ -74,7 +76,9 @@ def build_instrument_index(
             continue
         for feed, symbol in route.executor.current_instrument_ids():
             index.setdefault(feed, {}).setdefault(symbol, []).append((key, route.route_instance_id, route.mailbox))
-    return MappingProxyType({
-        feed: MappingProxyType({symbol: tuple(targets) for symbol, targets in by_symbol.items()})
-        for feed, by_symbol in index.items()
-    })
+    return MappingProxyType(
+        {
+            feed: MappingProxyType({symbol: tuple(targets) for symbol, targets in by_symbol.items()})
+            for feed, by_symbol in index.items()
+        }
+    )

@@ -1,8 +1,9 @@
 """Read paths of the processor app."""
+
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Collection
 
 from django.core.exceptions import ValidationError
 
@@ -38,7 +39,13 @@ def desired_strategies(feed_names: Collection[str] | None = None) -> DesiredStra
             for instrument in strategy.instruments.all()
             if feed_names is None or instrument.feed.name in feed_names
         )
-        specs.append(StrategySpec.build(
-            strategy_id=strategy.pk, name=strategy.name, kind=strategy.kind, params=params, instruments=instruments,
-        ))
+        specs.append(
+            StrategySpec.build(
+                strategy_id=strategy.pk,
+                name=strategy.name,
+                kind=strategy.kind,
+                params=params,
+                instruments=instruments,
+            )
+        )
     return DesiredStrategies(tuple(specs), rejected)

@@ -1,8 +1,9 @@
 """Write paths of the processor app."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Sequence
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from django.db import transaction
 
@@ -13,11 +14,13 @@ from processor.strategies import output_json_values
 
 
 def _aware(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
 
 
 def strategy_events_persist(
-    *, signals: Sequence[tuple[Signal, StrategyOutput]], outputs: Sequence[StrategyOutput],
+    *,
+    signals: Sequence[tuple[Signal, StrategyOutput]],
+    outputs: Sequence[StrategyOutput],
 ) -> None:
     """Store signals with the outputs they link to, and the given outputs (duplicates ignored).
 
@@ -35,20 +38,29 @@ def strategy_events_persist(
                     output_id=output.output_id,
                     strategy_id=output.strategy_id if output.strategy_id in existing else None,
                     strategy_name=output.strategy_name,
-                    feed=output.feed, symbol=output.symbol, time_ns=output.time_ns,
-                    occurrence_ns=output.occurrence_ns, values=output_json_values(output),
+                    feed=output.feed,
+                    symbol=output.symbol,
+                    time_ns=output.time_ns,
+                    occurrence_ns=output.occurrence_ns,
+                    values=output_json_values(output),
                 )
                 for output in all_outputs.values()
             ],
             ignore_conflicts=True,
         )
-        StrategySignal.objects.bulk_create([
-            StrategySignal(
-                strategy_id=signal.strategy_id if signal.strategy_id in existing else None,
-                strategy_name=signal.strategy_name, feed=signal.feed, symbol=signal.symbol, kind=signal.kind.value,
-                price_fixed=signal.price, emitted_at=_aware(signal.emitted_ns), occurrence_ns=signal.occurrence_ns,
-                output_id=signal.output_id,
-            )
-            for signal, _ in signals
-        ])
-
+        StrategySignal.objects.bulk_create(
+            [
+                StrategySignal(
+                    strategy_id=signal.strategy_id if signal.strategy_id in existing else None,
+                    strategy_name=signal.strategy_name,
+                    feed=signal.feed,
+                    symbol=signal.symbol,
+                    kind=signal.kind.value,
+                    price_fixed=signal.price,
+                    emitted_at=_aware(signal.emitted_ns),
+                    occurrence_ns=signal.occurrence_ns,
+                    output_id=signal.output_id,
+                )
+                for signal, _ in signals
+            ]
+        )

@@ -4,20 +4,20 @@ The orders app imports `Signal` and `SignalKind` from here and subscribes to a
 `SignalHub` (ProcessorHubs.signals) for the live stream. Prices are fixed point
 (feeds.market.SCALE_DIGITS); `ts_`/`_ns` fields are integer UTC nanoseconds.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum, StrEnum
-from typing import Callable, Sequence
 
+from core.health import Status
+from core.runtime.core import FatalError
 from feeds.distribution.hub import FailFast, Hub
 from feeds.market import fixed_to_decimal
 from processor.metrics import SIGNAL_QUEUE_DEPTH
-from core.health import Status
-from core.runtime.core import FatalError
-
 
 # A subscriber this far behind shows DEGRADED; this far behind stops the process.
 SIGNAL_BACKLOG_DEGRADED = 1_000
@@ -91,7 +91,10 @@ class SignalHub(Hub[Signal]):
     """
 
     def __init__(
-        self, *, degraded_depth: int = SIGNAL_BACKLOG_DEGRADED, hard_limit: int = SIGNAL_BACKLOG_LIMIT,
+        self,
+        *,
+        degraded_depth: int = SIGNAL_BACKLOG_DEGRADED,
+        hard_limit: int = SIGNAL_BACKLOG_LIMIT,
     ) -> None:
         super().__init__(name="processor", subscriber="signal subscriber", unit="signals")
         self.degraded_depth = degraded_depth

@@ -1,7 +1,9 @@
 """Where the processor sends strategy outputs and signals (live publisher, backtest writer, bench)."""
+
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.signals import Signal

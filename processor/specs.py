@@ -3,11 +3,13 @@
 Specs are frozen and compare by value; the route key changes with the kind or the
 params, so a changed configuration is a new route.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from feeds.market import MarketData
 
@@ -29,7 +31,7 @@ class StrategySpec:
     @staticmethod
     def build(
         *, strategy_id: int, name: str, kind: str, params: Mapping[str, Any], instruments: frozenset[FeedSymbol]
-    ) -> "StrategySpec":
+    ) -> StrategySpec:
         return StrategySpec(strategy_id, name, kind, json.dumps(dict(params), sort_keys=True), instruments)
 
     @property

@@ -9,30 +9,31 @@ sheds go to `Processor.shed`) and starts its core jobs; its executions ask the
 after the restart rebuild) which position each strategy already holds.
 DATA_BRIDGE: outputs and signals start flowing to browsers and the store.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from feeds.recording.tick_history import arecorded_ticks
-from feeds.market import MarketData
-from feeds.recording.tick_selectors import InstrumentNotFound
-from processor import selectors, services
-from processor.held import HeldPositionLookup, nothing_held
-from processor.backfill_source import HistoricalTickProvider
-from processor.processor import Processor
-from processor.publishing import LiveStrategyEvents
-from processor.readiness import Readiness
-from processor.specs import StrategySpec
-from processor.signals import SignalHub
 from core.health import Status
 from core.runtime.core import Phase, RuntimeContext, StartupTask
 from core.runtime.startup_value import StartupValue
+from feeds.market import MarketData
+from feeds.recording.tick_history import arecorded_ticks
+from feeds.recording.tick_selectors import InstrumentNotFound
 from feeds.startup import FeedHubs
+from processor import selectors, services
+from processor.backfill_source import HistoricalTickProvider
+from processor.held import HeldPositionLookup, nothing_held
+from processor.processor import Processor
+from processor.publishing import LiveStrategyEvents
+from processor.readiness import Readiness
+from processor.signals import SignalHub
+from processor.specs import StrategySpec
 
 STRATEGIES_COMPONENT = "processor:strategies"
 PROCESSOR_COMPONENT = "processor"
@@ -68,9 +69,7 @@ class ProcessorHubs:
 
     signals: SignalHub = field(default_factory=SignalHub)
     processor: StartupValue[Processor] = field(default_factory=lambda: StartupValue("processor"))
-    strategy_events: StartupValue[LiveStrategyEvents] = field(
-        default_factory=lambda: StartupValue("strategy events")
-    )
+    strategy_events: StartupValue[LiveStrategyEvents] = field(default_factory=lambda: StartupValue("strategy events"))
 
 
 def processor_startup_tasks(

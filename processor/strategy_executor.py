@@ -9,22 +9,23 @@ An instrument that is no longer wanted but still holds a position is retained un
 the strategy's own managed exit flattens it, or until `hand_over` gives the position
 to the executor of the same strategy's new parameters, which then manages that exit.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from feeds.market import MarketData
+from processor.backfill_source import HistoricalTickProvider
 from processor.execution import ExecutionSubscriber, StrategyExecution
 from processor.held import HeldPositionLookup, nothing_held
-from processor.backfill_source import HistoricalTickProvider
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox, MailboxClosed
 from processor.outputs import OutputBatch, StrategyOutput
-from processor.specs import FeedSymbol, StrategyChunk, StrategySpec
 from processor.signals import Position, Signal
+from processor.specs import FeedSymbol, StrategyChunk, StrategySpec
 from processor.strategies import strategy_class
 
 log = logging.getLogger(__name__)
@@ -48,12 +49,18 @@ class InstrumentRoute:
 
 class StrategyExecutor:
     def __init__(
-        self, *, spec: StrategySpec, strategy_mailbox: Mailbox[StrategyChunk], history: HistoricalTickProvider,
+        self,
+        *,
+        spec: StrategySpec,
+        strategy_mailbox: Mailbox[StrategyChunk],
+        history: HistoricalTickProvider,
         on_route_overflow: Callable[[FeedSymbol, BaseException], None],
         on_instrument_route_added: Callable[[FeedSymbol], None],
         on_instrument_route_removed: Callable[[FeedSymbol], None],
-        backfill_default_ns: int = 0, mailbox_capacity: int = MAILBOX_CAPACITY,
-        clock_ns: Callable[[], int] = time.time_ns, held_position: HeldPositionLookup = nothing_held,
+        backfill_default_ns: int = 0,
+        mailbox_capacity: int = MAILBOX_CAPACITY,
+        clock_ns: Callable[[], int] = time.time_ns,
+        held_position: HeldPositionLookup = nothing_held,
         handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> None:
         self.spec = spec
@@ -178,17 +185,27 @@ class StrategyExecutor:
     def _add_route(self, instrument: FeedSymbol) -> None:
         mailbox: Mailbox[Sequence[MarketData]] = Mailbox(self._mailbox_capacity)
         execution = StrategyExecution(
-            spec=self.spec, instrument=instrument, logic=strategy_class(self.spec.kind)(self.spec.params),
-            mailbox=mailbox, history=self._history, backfill_window_ns=self._backfill_ns, clock_ns=self._clock_ns,
-            held_position=self._held_position, handed_over=self._handed_over.pop(instrument, None),
+            spec=self.spec,
+            instrument=instrument,
+            logic=strategy_class(self.spec.kind)(self.spec.params),
+            mailbox=mailbox,
+            history=self._history,
+            backfill_window_ns=self._backfill_ns,
+            clock_ns=self._clock_ns,
+            held_position=self._held_position,
+            handed_over=self._handed_over.pop(instrument, None),
         )
         # The bridge attaches before start, so the first output already has somewhere to go.
         # It hands the executor subscriber's own callables down: one call per batch, not two.
         assert self._subscriber is not None
-        execution.subscribe(ExecutionSubscriber(
-            outputs=self._subscriber.outputs, signals=self._subscriber.signals,
-            position_changed=self._position_changed, failed=self._execution_failed,
-        ))
+        execution.subscribe(
+            ExecutionSubscriber(
+                outputs=self._subscriber.outputs,
+                signals=self._subscriber.signals,
+                position_changed=self._position_changed,
+                failed=self._execution_failed,
+            )
+        )
         execution.start()
         self._routes[instrument] = InstrumentRoute(mailbox, execution)
         self._on_added(instrument)
@@ -202,7 +219,8 @@ class StrategyExecutor:
     def _position_changed(self, execution: StrategyExecution) -> None:
         instrument = execution.instrument
         if (
-            instrument not in self._wanted and not execution.has_open_position
+            instrument not in self._wanted
+            and not execution.has_open_position
             and self._routes.get(instrument, None) is not None
             and self._routes[instrument].execution is execution
         ):

@@ -3,11 +3,13 @@
 Upstox is configured by UPSTOX_CLIENT_ID / UPSTOX_CLIENT_SECRET / UPSTOX_REDIRECT_URI;
 without a client id it is simply absent. A TokenExchange is the per-broker strategy.
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
 
 from django.conf import settings
 

@@ -6,6 +6,7 @@ VALID clears stale prompts and, on a transition back to VALID, resumes every dat
 registered for that token. Token health is reported as DEGRADED (never BLOCKED) so a
 missing login does not take the process out of readiness.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,13 +15,13 @@ from dataclasses import dataclass, field
 
 from channels.db import database_sync_to_async
 
+from core.health import HealthBoard, Status
 from recovery.datasource import ResumableDataSource, TokenSource
 from recovery.oauth_manager import OAuthTokenManager
 from recovery.prompts import prompt_clear_logical, prompt_publish_recoverable, prompt_publish_terminal
 from recovery.provisioned import ProvisionedTokenManager
 from recovery.services import login_prompt_message
 from recovery.tokens import NOT_LOADED, TokenKey, TokenState, TokenStatus
-from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 

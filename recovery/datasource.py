@@ -4,12 +4,13 @@ Feeds and orders implement ResumableDataSource and register it with the AuthStat
 recovery provides at startup (`auth_state.register_datasource(key, datasource)`); the
 coordinator calls `resume_if_stopped()` when that token becomes VALID again.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from recovery.tokens import AccessToken, TokenKey, TokenStatus, TokenUnavailable
 from core.health import HealthBoard, Status
+from recovery.tokens import AccessToken, TokenKey, TokenStatus, TokenUnavailable
 
 
 @runtime_checkable

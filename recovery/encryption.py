@@ -3,6 +3,7 @@
 Rotation: put the new key first in TOKEN_ENCRYPTION_KEY, restart, run
 `manage.py rotate_token_keys` (re-encrypts with the newest key), then drop the old key.
 """
+
 from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet

@@ -3,6 +3,7 @@
 The database is the one place token state lives, so the web process (which takes the
 auth code) and runtime processes (which use the token) agree, and a restart keeps it.
 """
+
 from __future__ import annotations
 
 import uuid

@@ -5,13 +5,14 @@ it, so tokens renewed by another process show up here within one poll, runs the 
 timer that retires a VALID token at the broker's daily expiry without waiting for a 401,
 and hands the token to callers through `await_valid_token()`.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Awaitable, Callable
 
 from channels.db import database_sync_to_async
 

@@ -4,6 +4,7 @@ A prompt is keyed by its recovery URL (the broker's login link without `state`).
 number of AWAITING_AUTH reports for one broker find the same open prompt and so share
 one recovery token; resolving one prompt leaves every other open prompt alone.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,9 +44,7 @@ def prompt_payload(prompt: AuthPrompt) -> dict[str, Any]:
 
 
 def _owner_id(key: TokenKey) -> int | None:
-    return (
-        BrokerToken.objects.filter(broker=key.broker, kind=key.kind.value).values_list("owner_id", flat=True).first()
-    )
+    return BrokerToken.objects.filter(broker=key.broker, kind=key.kind.value).values_list("owner_id", flat=True).first()
 
 
 def _open_prompt(*, recovery_key: str, key: TokenKey, defaults: dict[str, Any]) -> tuple[AuthPrompt, bool]:
@@ -89,7 +88,9 @@ def prompt_publish_recoverable(*, key: TokenKey, message: str) -> AuthPrompt:
         if created:
             prompt.login_url = exchange.authorization_url(str(prompt.recovery_token))
             prompt.save(update_fields=["login_url"])
-            push_prompt_event_on_commit(prompt_audience_ids(prompt), {"action": "open", "prompt": prompt_payload(prompt)})
+            push_prompt_event_on_commit(
+                prompt_audience_ids(prompt), {"action": "open", "prompt": prompt_payload(prompt)}
+            )
     return prompt
 
 
@@ -105,7 +106,9 @@ def prompt_publish_terminal(*, key: TokenKey, message: str) -> AuthPrompt:
             prompt.save(update_fields=["message"])
             created = True  # re-push: the reason changed
         if created:
-            push_prompt_event_on_commit(prompt_audience_ids(prompt), {"action": "open", "prompt": prompt_payload(prompt)})
+            push_prompt_event_on_commit(
+                prompt_audience_ids(prompt), {"action": "open", "prompt": prompt_payload(prompt)}
+            )
     return prompt
 
 
@@ -126,7 +129,10 @@ def prompt_resolve(*, prompt: AuthPrompt, resolution: PromptResolution) -> bool:
 def prompt_clear_logical(*, key: TokenKey, resolution: PromptResolution = PromptResolution.VALID_OUT_OF_BAND) -> int:
     """Resolve every open prompt of `key` (its token became valid without them)."""
     with transaction.atomic():
-        return _resolve(list(AuthPrompt.objects.filter(broker=key.broker, kind=key.kind.value, resolved_at__isnull=True)), resolution)
+        return _resolve(
+            list(AuthPrompt.objects.filter(broker=key.broker, kind=key.kind.value, resolved_at__isnull=True)),
+            resolution,
+        )
 
 
 def _open_for(key: TokenKey, *, terminal: bool) -> list[AuthPrompt]:

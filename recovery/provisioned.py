@@ -6,15 +6,17 @@ a poll loop; a 401 re-reads the file and stays FAILED while the fingerprint is t
 that was rejected; rotation recovers on the next poll, no restart. One asyncio.Lock owns
 every transition; the expiry timer re-checks token identity under that lock.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from recovery.clock import Clock, sleep_until
 from recovery.redaction import register_secret

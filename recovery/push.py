@@ -1,8 +1,10 @@
 """Live prompt updates to every open dashboard of a prompt's audience, over Channels."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer

@@ -4,6 +4,7 @@ Each user gets RECOVERY_CODE_RATE_LIMIT attempts per RECOVERY_CODE_RATE_WINDOW_S
 counted across the paste form and the OAuth redirect. The default cache is per
 process; configure a shared cache (Redis) to make the limit site-wide.
 """
+
 from __future__ import annotations
 
 import time

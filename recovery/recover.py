@@ -4,6 +4,7 @@ Both the OAuth redirect endpoint and the paste-the-code form end here. A refused
 (bad, reused, blackout, broker down) leaves the token state as it was and shows the
 reason on the prompt; wrong app credentials turn the token FAILED (terminal).
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,7 +46,11 @@ def _token_recovered(*, key: TokenKey, grant: TokenGrant, config_fingerprint: st
 
 
 def _failed_with_same_config(key: TokenKey, config_fingerprint: str) -> str | None:
-    row = BrokerToken.objects.filter(broker=key.broker, kind=key.kind.value).values("state", "reason", "config_fingerprint").first()
+    row = (
+        BrokerToken.objects.filter(broker=key.broker, kind=key.kind.value)
+        .values("state", "reason", "config_fingerprint")
+        .first()
+    )
     if row and row["state"] == TokenState.FAILED.value and row["config_fingerprint"] == config_fingerprint:
         return str(row["reason"])
     return None
@@ -83,7 +88,9 @@ async def prompt_recover(*, user: AbstractBaseUser, recovery_token: str, code: s
     """Resolve exactly the prompt named by `recovery_token` with `code`; other prompts stay open."""
     prompt = await database_sync_to_async(prompt_for_user)(user=user, recovery_token=recovery_token)
     if prompt is None:
-        raise PromptNotOpen("This login prompt is no longer open: the token may already be valid. Reload the dashboard.")
+        raise PromptNotOpen(
+            "This login prompt is no longer open: the token may already be valid. Reload the dashboard."
+        )
     if prompt.terminal:
         raise NonRecoverableTokenError(prompt.message)
     await oauth_submit_code(key=TokenKey(prompt.broker, TokenKind(prompt.kind)), code=code, now=now, prompt=prompt)

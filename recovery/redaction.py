@@ -5,6 +5,7 @@ third-party library or a careless `log.info("%s", response.text)`. It redacts to
 this process has seen (registered when decrypted, received or read from a file) and
 anything shaped like one: bearer headers, JWTs, and access_token / client_secret fields.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,9 +22,7 @@ _known_lock = threading.Lock()
 _PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
-    re.compile(
-        r"""(?i)((?:access_token|extended_token|client_secret|refresh_token)["']?\s*[:=]\s*["']?)[^"'&\s,}]+"""
-    ),
+    re.compile(r"""(?i)((?:access_token|extended_token|client_secret|refresh_token)["']?\s*[:=]\s*["']?)[^"'&\s,}]+"""),
 )
 
 

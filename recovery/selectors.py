@@ -1,4 +1,5 @@
 """Token and prompt reads."""
+
 from __future__ import annotations
 
 import uuid

@@ -3,6 +3,7 @@
 Transitions away from VALID are conditional on the token's fingerprint: a stale expiry
 timer or a 401 for yesterday's token cannot knock out a token that was renewed since.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,7 +29,10 @@ def token_get_or_create(*, key: TokenKey, reason: str = "no token yet") -> Broke
 
 
 def token_store_valid(
-    *, key: TokenKey, grant: TokenGrant, config_fingerprint: str = "",
+    *,
+    key: TokenKey,
+    grant: TokenGrant,
+    config_fingerprint: str = "",
     resolution: PromptResolution = PromptResolution.VALID_OUT_OF_BAND,
 ) -> BrokerToken:
     """Store a newly issued OAuth token (encrypted) as VALID and clear the key's prompts."""
@@ -68,8 +72,12 @@ def token_await_auth(
         if expected_fingerprint is not None:
             rows = rows.filter(state=TokenState.VALID.value, fingerprint=expected_fingerprint)
         changed = rows.exclude(state=TokenState.AWAITING_AUTH.value).update(
-            state=TokenState.AWAITING_AUTH.value, reason=reason, error_code="", ciphertext="",
-            fingerprint="", version=F("version") + 1,
+            state=TokenState.AWAITING_AUTH.value,
+            reason=reason,
+            error_code="",
+            ciphertext="",
+            fingerprint="",
+            version=F("version") + 1,
         )
         state = BrokerToken.objects.values_list("state", flat=True).get(pk=token.pk)
         if state == TokenState.AWAITING_AUTH.value:
@@ -84,8 +92,13 @@ def token_fail(*, key: TokenKey, reason: str, error_code: str = "", config_finge
     with transaction.atomic():
         token = token_get_or_create(key=key)
         BrokerToken.objects.filter(pk=token.pk).update(
-            state=TokenState.FAILED.value, reason=reason, error_code=error_code, ciphertext="", fingerprint="",
-            config_fingerprint=config_fingerprint, version=F("version") + 1,
+            state=TokenState.FAILED.value,
+            reason=reason,
+            error_code=error_code,
+            ciphertext="",
+            fingerprint="",
+            config_fingerprint=config_fingerprint,
+            version=F("version") + 1,
         )
         if not key.kind.provisioned:
             prompt_publish_terminal(key=key, message=reason)
@@ -99,8 +112,11 @@ def token_reset_if_config_changed(*, key: TokenKey, config_fingerprint: str) -> 
         return False
     with transaction.atomic():
         changed = BrokerToken.objects.filter(pk=token.pk, state=TokenState.FAILED.value).update(
-            state=TokenState.AWAITING_AUTH.value, reason="app credentials changed: log in again",
-            error_code="", config_fingerprint=config_fingerprint, version=F("version") + 1,
+            state=TokenState.AWAITING_AUTH.value,
+            reason="app credentials changed: log in again",
+            error_code="",
+            config_fingerprint=config_fingerprint,
+            version=F("version") + 1,
         )
         if changed:
             prompt_publish_recoverable(key=key, message=login_prompt_message(key, "app credentials changed"))
@@ -131,10 +147,18 @@ def token_record_provisioned(
 ) -> None:
     """Write through a provisioned token's state (its file is the source; no ciphertext kept)."""
     token = token_get_or_create(key=key)
-    if (token.state, token.reason, token.fingerprint, token.expires_at) == (state.value, reason, fingerprint, expires_at):
+    if (token.state, token.reason, token.fingerprint, token.expires_at) == (
+        state.value,
+        reason,
+        fingerprint,
+        expires_at,
+    ):
         return
     BrokerToken.objects.filter(pk=token.pk).update(
-        state=state.value, reason=reason, fingerprint=fingerprint, expires_at=expires_at,
+        state=state.value,
+        reason=reason,
+        fingerprint=fingerprint,
+        expires_at=expires_at,
         version=F("version") + 1,
     )
 

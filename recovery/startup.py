@@ -6,6 +6,7 @@ DATA_FLOW can take their token sources from it and register for resume. Phase AU
 starts following the tokens: OAuth state polls and
 expiry timers, provisioned-file polls, and the coordinator.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -14,6 +15,8 @@ from pathlib import Path
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
+from core.runtime.startup_value import StartupValue
 from recovery.brokers import oauth_exchanges
 from recovery.clock import Clock, current_clock
 from recovery.coordinator import AuthState, AuthStateCoordinator
@@ -21,8 +24,6 @@ from recovery.oauth_manager import OAuthTokenManager
 from recovery.provisioned import ProvisionedTokenManager, provisioned_token_path
 from recovery.services import token_record_provisioned, token_reset_if_config_changed
 from recovery.tokens import TokenKey, TokenKind, TokenStatus
-from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
-from core.runtime.startup_value import StartupValue
 
 
 def provisioned_keys(names: list[str]) -> list[TokenKey]:

@@ -1,8 +1,10 @@
 """A watchable latest value (a conflated state stream) for token states inside one process."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, Callable, Generic, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -1,9 +1,10 @@
 """Periodic jobs (thin wrappers over services, each declaring its cadence)."""
+
 from __future__ import annotations
 
+from core.jobs import periodic_job
 from recovery.clock import current_clock
 from recovery.services import token_expire_due
-from core.jobs import periodic_job
 
 
 @periodic_job("recovery-token-expiry", every_s=60.0)

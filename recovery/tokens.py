@@ -4,6 +4,7 @@ Feeds and orders import from here (and from recovery.datasource), never from rec
 models or services: a token is named by a TokenKey, handed out as an AccessToken, and
 refused with a TokenUnavailable error.
 """
+
 from __future__ import annotations
 
 import hashlib

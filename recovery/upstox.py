@@ -9,13 +9,14 @@ Facts (Upstox's "Authorize" and "Get Token" API pages):
   Wed, expires 03:30 Wed); no refresh token. No token requests 03:30-08:00 IST.
 - errors: {"status":"error","errors":[{"errorCode","message","propertyPath","invalidValue"}]}.
 """
+
 from __future__ import annotations
 
 import functools
 import json
 import ssl
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta, timezone
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlencode
@@ -54,20 +55,21 @@ UNEXPECTED_CODE = "UDAPI100500"
 
 # ---- the daily token rules (pure) -------------------------------------------------------
 
+
 def upstox_token_expiry(issued_at: datetime) -> datetime:
     """Return when a token issued at `issued_at` expires: the next 03:30 IST, in UTC."""
     local = issued_at.astimezone(IST)
     expiry = datetime.combine(local.date(), TOKEN_EXPIRY_IST, IST)
     if expiry <= local:
         expiry += timedelta(days=1)
-    return expiry.astimezone(timezone.utc)
+    return expiry.astimezone(UTC)
 
 
 def upstox_blackout_end(now: datetime) -> datetime | None:
     """Return when the token blackout ends if `now` is inside it (03:30-08:00 IST), else None."""
     local = now.astimezone(IST)
     if TOKEN_EXPIRY_IST <= local.time() < BLACKOUT_END_IST:
-        return datetime.combine(local.date(), BLACKOUT_END_IST, IST).astimezone(timezone.utc)
+        return datetime.combine(local.date(), BLACKOUT_END_IST, IST).astimezone(UTC)
     return None
 
 
@@ -84,6 +86,7 @@ def upstox_authorization_url(authorize_url: str, *, client_id: str, redirect_uri
 
 
 # ---- error classification (pure) --------------------------------------------------------
+
 
 class BrokerErrorKind(StrEnum):
     INVALID_TOKEN = "invalid_token"  # the token is dead: ask the user to log in again
@@ -141,6 +144,7 @@ def classify_upstox_error(status: int, body: bytes, *, during_code_exchange: boo
 
 
 # ---- the exchange ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TokenGrant:

@@ -3,6 +3,7 @@
 Both require a login (LoginRequiredMiddleware), act only on an open prompt the user may
 see, count against the per-user rate limit, and never put a token in a response.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -64,7 +65,9 @@ async def prompts_json(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"prompts": await database_sync_to_async(_open_prompts)(user)})
 
 
-async def _render_prompt(request: HttpRequest, recovery_token: str, *, error: str = "", status: int = 200) -> HttpResponse:
+async def _render_prompt(
+    request: HttpRequest, recovery_token: str, *, error: str = "", status: int = 200
+) -> HttpResponse:
     user = await _user(request)
     prompt = await database_sync_to_async(prompt_for_user)(user=user, recovery_token=recovery_token)
     context = {"prompt": prompt_payload(prompt) if prompt else None, "error": error}
@@ -114,8 +117,11 @@ async def oauth_callback(request: HttpRequest, broker: str) -> HttpResponse:
     code = request.GET.get("code", "")
     prompt = await database_sync_to_async(prompt_for_user)(user=user, recovery_token=state)
     if prompt is None or prompt.broker != broker:
-        context = {"ok": False, "message": "This login does not match an open prompt of yours (state mismatch). "
-                   "Start the login again from the dashboard."}
+        context = {
+            "ok": False,
+            "message": "This login does not match an open prompt of yours (state mismatch). "
+            "Start the login again from the dashboard.",
+        }
         return render(request, "recovery/callback_result.html", context, status=400)
     if not code:
         message = request.GET.get("error_description") or request.GET.get("error") or "The broker sent no code."

@@ -5,6 +5,7 @@ the browser tests `needs_chromium`. On a laptop (no DATABASE_URL / REDIS_URL, no
 chromium) they skip; with REQUIRE_SERVICES=1 (CI) a missing service fails them instead,
 so CI can never pass by skipping.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _service_missing(item: pytest.Item) -> str | None:
-    if item.get_closest_marker("needs_postgres") and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    if (
+        item.get_closest_marker("needs_postgres")
+        and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql"
+    ):
         return "needs PostgreSQL: set DATABASE_URL=postgres://..."
     if item.get_closest_marker("needs_redis") and not settings.REDIS_URL:
         return "needs Redis: set REDIS_URL=redis://..."

@@ -1,4 +1,5 @@
 """Waiting helpers: poll for a condition instead of sleeping a fixed time."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,7 +7,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -43,7 +45,7 @@ async def async_eventually(
     raise AssertionError(f"condition not met within {timeout_s}s") from last
 
 
-def wait_site_ready(base: str, process: "subprocess.Popen[Any]", *, timeout_s: float = 60.0) -> None:
+def wait_site_ready(base: str, process: subprocess.Popen[Any], *, timeout_s: float = 60.0) -> None:
     """Wait until the site subprocess at `base` answers /readyz with 200; fail if it exits."""
 
     def ready() -> bool:

@@ -3,6 +3,7 @@
 Runs pytest on tests/e2e in a subprocess with CHROMIUM_PATH pointing at a file that does
 not exist, so the outcome is what `make test` prints on a machine without the browser.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,11 @@ def _run_browser_tests(tmp_path: Path, **env: str) -> subprocess.CompletedProces
     base.update({"VAR_DIR": str(tmp_path / "var"), "CHROMIUM_PATH": str(tmp_path / "no-chromium"), **env})
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/e2e"],
-        cwd=ROOT, env=base, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

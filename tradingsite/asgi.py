@@ -1,4 +1,5 @@
 """ASGI entry point: Django over HTTP, the dashboard over websockets (login required)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The Celery app: broker and options from Django settings, tasks autodiscovered."""
+
 from __future__ import annotations
 
 import os

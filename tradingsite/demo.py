@@ -1,4 +1,5 @@
 """The demo setup: a simulated feed, five instruments, two strategies on a paper account."""
+
 from __future__ import annotations
 
 import secrets
@@ -51,19 +52,24 @@ def demo_load(*, password: str | None = None) -> DemoResult:
     instruments = {}
     for symbol, tick, lot, _ in DEMO_INSTRUMENTS:
         instrument, _ = Instrument.objects.get_or_create(
-            feed=feed, venue_symbol=symbol,
+            feed=feed,
+            venue_symbol=symbol,
             defaults={"symbol": symbol, "tick_size": Decimal(tick), "lot_size": Decimal(lot)},
         )
         Subscription.objects.get_or_create(instrument=instrument, channel="trades")
         instruments[symbol] = instrument
 
     ema, _ = Strategy.objects.get_or_create(
-        name="ema-cross", defaults={"kind": "ema", "params": {"timeframe_s": 5, "fast": 5, "slow": 20, "long_only": False}}
+        name="ema-cross",
+        defaults={"kind": "ema", "params": {"timeframe_s": 5, "fast": 5, "slow": 20, "long_only": False}},
     )
     ema.instruments.add(instruments["BTC-USD"], instruments["ETH-USD"])
     breakout, _ = Strategy.objects.get_or_create(
         name="sol-volume-breakout",
-        defaults={"kind": "volume_breakout", "params": {"bar_volume": "50", "lookback": 5, "hold_bars": 3, "cooldown_bars": 2}},
+        defaults={
+            "kind": "volume_breakout",
+            "params": {"bar_volume": "50", "lookback": 5, "hold_bars": 3, "cooldown_bars": 2},
+        },
     )
     breakout.instruments.add(instruments["SOL-USD"])
 

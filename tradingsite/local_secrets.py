@@ -2,11 +2,12 @@
 
 Only used when DEBUG is on; production takes every secret from the environment.
 """
+
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def read_or_create(path: Path, generate: Callable[[], str]) -> str:

@@ -7,12 +7,14 @@ mailbox depth and routes, and signals. Periodic-job figures and the multi-proces
 switch are the platform's (core.metrics); the dashboard's websocket figures are
 dashboard.metrics.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter, Gauge
 
@@ -30,21 +32,25 @@ STATUS_VALUE = {Status.HEALTHY: 0, Status.DEGRADED: 1, Status.BLOCKED: 2}
 
 # -- component health (every runtime process) ------------------------------------
 COMPONENT_STATUS = Gauge(
-    "runtime_component_status", "Component health: 0 HEALTHY, 1 DEGRADED, 2 BLOCKED", ["component"],
+    "runtime_component_status",
+    "Component health: 0 HEALTHY, 1 DEGRADED, 2 BLOCKED",
+    ["component"],
     multiprocess_mode="max",
 )
 HEALTH_TRANSITIONS = Counter(
     "runtime_health_transitions_total", "Component health changes, by the status entered", ["component", "status"]
 )
-FEED_RECONNECTS = Counter(
-    "feed_reconnects_total", "Times a feed stream left HEALTHY to (re)connect", ["component"]
-)
+FEED_RECONNECTS = Counter("feed_reconnects_total", "Times a feed stream left HEALTHY to (re)connect", ["component"])
 BREAKER_OPEN = Gauge(
-    "feed_breaker_open", "1 while a feed stream's circuit breaker keeps it from dialling", ["component"],
+    "feed_breaker_open",
+    "1 while a feed stream's circuit breaker keeps it from dialling",
+    ["component"],
     multiprocess_mode="max",
 )
 FEED_LAG = Gauge(
-    "feed_lag_seconds", "Receive time minus exchange time of the newest event of the last batch", ["feed"],
+    "feed_lag_seconds",
+    "Receive time minus exchange time of the newest event of the last batch",
+    ["feed"],
     multiprocess_mode="max",
 )
 FEED_LAST_EVENT = Gauge(
@@ -52,9 +58,7 @@ FEED_LAST_EVENT = Gauge(
 )
 
 # -- processor (sampled from the running processor) -------------------------------
-MAILBOX_DEPTH = Gauge(
-    "processor_mailbox_depth", "Ticks queued in every route's mailboxes", multiprocess_mode="livesum"
-)
+MAILBOX_DEPTH = Gauge("processor_mailbox_depth", "Ticks queued in every route's mailboxes", multiprocess_mode="livesum")
 ROUTES = Gauge("processor_routes", "Strategy routes by state", ["state"], multiprocess_mode="livesum")
 DEGRADED_ROUTES = Gauge(
     "processor_degraded_routes", "Routes degraded (mailbox overflow, failure)", multiprocess_mode="livesum"
@@ -103,10 +107,12 @@ def observe_health_change(component: str, before: Health | None, after: Health) 
         # Stream components are "feed:<name>/<stream>"; "feed:<name>" is their roll-up.
         if before is not None and before.status is Status.HEALTHY and after.status is not Status.HEALTHY:
             FEED_RECONNECTS.labels(component).inc()
-        BREAKER_OPEN.labels(component).set(1 if "breaker" in after.reason.lower() and after.status is Status.BLOCKED else 0)
+        BREAKER_OPEN.labels(component).set(
+            1 if "breaker" in after.reason.lower() and after.status is Status.BLOCKED else 0
+        )
 
 
-def observe_feed_batch(batch: "FeedData") -> None:
+def observe_feed_batch(batch: FeedData) -> None:
     """Record lag from the newest event of a batch (pure apart from the gauges)."""
     newest = None
     for event in batch.events:
@@ -127,7 +133,7 @@ class ProcessorSampler:
         self._signals_stored = 0
         self._signals_dropped = 0
 
-    def sample(self, processor: "Processor | None", events: "LiveStrategyEvents | None") -> None:
+    def sample(self, processor: Processor | None, events: LiveStrategyEvents | None) -> None:
         if processor is not None:
             MAILBOX_DEPTH.set(processor.backlog())
             states = processor.route_state_counts()
@@ -141,7 +147,7 @@ class ProcessorSampler:
 
 
 async def sample_runtime_forever(
-    hubs: "RuntimeHubs", *, interval_s: float, sleep: Callable[[float], Any] = asyncio.sleep
+    hubs: RuntimeHubs, *, interval_s: float, sleep: Callable[[float], Any] = asyncio.sleep
 ) -> None:
     """Refresh the sampled gauges of this runtime process every `interval_s` until cancelled."""
     sampler = ProcessorSampler()

@@ -1,11 +1,12 @@
 """Startup tasks that feed tradingsite.metrics from a runtime process (any role)."""
+
 from __future__ import annotations
 
 from django.conf import settings
 
 from core.metrics import mark_process_dead
 from core.runtime.core import Phase, RuntimeContext, StartupTask
-from feeds.distribution.fanout import FeedFanout, drain
+from feeds.distribution.fanout import drain
 from feeds.market import FeedData
 from tradingsite import metrics
 from tradingsite.runtime.hubs import RuntimeHubs
@@ -28,7 +29,9 @@ def metrics_startup_tasks(hubs: RuntimeHubs) -> list[StartupTask]:
         fanout = hubs.feeds.fanout
         # Its own bounded queue: a slow metrics consumer never holds the feed back.
         ctx.spawn("metrics:feed-lag", drain(METRICS_CONSUMER, fanout.subscribe(METRICS_CONSUMER), observe))
-        ctx.spawn("metrics:sampler", metrics.sample_runtime_forever(hubs, interval_s=settings.METRICS_SAMPLE_INTERVAL_S))
+        ctx.spawn(
+            "metrics:sampler", metrics.sample_runtime_forever(hubs, interval_s=settings.METRICS_SAMPLE_INTERVAL_S)
+        )
 
     return [
         StartupTask("start-health-metrics", Phase.ADD_FEEDS_AND_STRATEGIES, watch_health),

@@ -1,4 +1,5 @@
 """Write paths of the site itself: housekeeping of login sessions."""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,4 +1,5 @@
 """Periodic housekeeping of the site: session expiry and the pruning of old health rows."""
+
 from __future__ import annotations
 
 from datetime import timedelta

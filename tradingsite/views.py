@@ -1,4 +1,5 @@
 """Health endpoints and the guarded metrics endpoint (the dashboard page is dashboard.views)."""
+
 from __future__ import annotations
 
 import hmac

@@ -5,15 +5,17 @@ that lives as long as the process is handed to `RuntimeContext.spawn`. A spawned
 that fails is fatal: the runtime stops and `run()` returns a non-zero exit code.
 Constructing a Runtime has no side effects; `run()` does everything.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 from core.health import HealthBoard
 
@@ -36,7 +38,7 @@ StopHook = Callable[[float], Awaitable[None]]
 class StartupTask:
     name: str
     phase: Phase
-    run: Callable[["RuntimeContext"], Awaitable[None]]
+    run: Callable[[RuntimeContext], Awaitable[None]]
 
 
 class FatalError(RuntimeError):
@@ -156,7 +158,7 @@ class Runtime:
                 continue
             try:
                 await asyncio.wait_for(hook(remaining), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("runtime: stop hook %s did not finish within %.1fs", name, remaining)
             except Exception as exc:
                 log.error("runtime: stop hook %s failed: %r", name, exc, exc_info=exc)

@@ -3,11 +3,12 @@
 The same Celery task functions as in scale-out, on the cadence of core.schedule,
 each in a worker thread so a slow job never blocks the event loop.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -18,9 +19,7 @@ from core.schedule import PeriodicJob, job_interval_s
 log = logging.getLogger(__name__)
 
 
-async def run_periodic_job(
-    job: PeriodicJob, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-) -> None:
+async def run_periodic_job(job: PeriodicJob, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
     """Run `job` on its cadence until cancelled; a failing run is logged, not fatal."""
     task = import_string(job.task)
     every_s = job_interval_s(job)

@@ -1,4 +1,5 @@
 """Reports a process's HealthBoard to the database so every web process can read it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,9 +18,7 @@ async def report_health_forever(ctx: RuntimeContext, *, interval_s: float, stale
     report = database_sync_to_async(services.component_health_report)
     while True:
         try:
-            await report(
-                process=ctx.instance_id, health=ctx.health.snapshot(), default_stale_after_s=stale_after_s
-            )
+            await report(process=ctx.instance_id, health=ctx.health.snapshot(), default_stale_after_s=stale_after_s)
         except Exception:
             log.exception("health: report failed")
         await asyncio.sleep(interval_s)

@@ -1,9 +1,11 @@
 """SIGINT/SIGTERM handling and the event loop shared by the runtime entry points."""
+
 from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any, Callable, Coroutine, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

@@ -5,6 +5,7 @@ exists from the start; what only a startup task can make (feed specs read from t
 database, the processor, the trade executor) is a StartupValue on them: typed, set
 once by its one writer, and a named error when read before it was provided.
 """
+
 from __future__ import annotations
 
 from typing import Generic, TypeVar, overload
@@ -18,7 +19,7 @@ class NotProvided(LookupError):
 
 
 class StartupValue(Generic[T]):
-    __slots__ = ("name", "_value", "_provided")
+    __slots__ = ("_provided", "_value", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -1,7 +1,8 @@
 """Filters for the dashboard's exact numbers and nanosecond times."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django import template
 
@@ -23,7 +24,7 @@ def ns_time(value: int | None) -> str:
     """UTC nanoseconds as HH:MM:SS.mmm."""
     if value is None:
         return "–"
-    return datetime.fromtimestamp(int(value) / 1e9, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(int(value) / 1e9, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 @register.filter

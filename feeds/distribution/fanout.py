@@ -8,10 +8,11 @@ a market it did not see) subscribes with `on_overflow`, which receives every bat
 sheds, so it can degrade what the gap affects instead of going on unaware. The queues
 and the shedding are the shared hub's (feeds.distribution.hub, policy `Shed`).
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from feeds.distribution.hub import Hub, Shed
 from feeds.market import FeedData
@@ -25,12 +26,19 @@ DEFAULT_CAPACITY = 1024
 class FeedFanout(Hub[FeedData]):
     def __init__(self, *, warn_interval_s: float = 10.0) -> None:
         super().__init__(
-            name="fanout", subscriber="consumer", unit="batches", shed_counter=CONSUMER_OVERFLOW,
+            name="fanout",
+            subscriber="consumer",
+            unit="batches",
+            shed_counter=CONSUMER_OVERFLOW,
             warn_interval_s=warn_interval_s,
         )
 
     def subscribe(
-        self, name: str, capacity: int = DEFAULT_CAPACITY, *, on_overflow: OverflowHandler | None = None,
+        self,
+        name: str,
+        capacity: int = DEFAULT_CAPACITY,
+        *,
+        on_overflow: OverflowHandler | None = None,
     ) -> asyncio.Queue[FeedData]:
         """Register a consumer queue; the caller drains it (see `drain`).
 

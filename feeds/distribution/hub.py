@@ -14,13 +14,15 @@ when a subscriber falls behind is its subscription's policy:
 The feed fan-out (feeds.distribution.fanout) sheds; the processor's signal hub
 (processor.signals) fails fast.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ class FailFast:
 class ShedCounter(Protocol):
     """Where a hub counts the items it sheds, per subscriber (a Prometheus counter's shape)."""
 
-    def labels(self, subscriber: str) -> "ShedCounter": ...
+    def labels(self, subscriber: str) -> ShedCounter: ...
 
     def inc(self) -> None: ...
 
@@ -54,7 +56,12 @@ class Hub(Generic[T]):
     """
 
     def __init__(
-        self, *, name: str, subscriber: str, unit: str, shed_counter: ShedCounter | None = None,
+        self,
+        *,
+        name: str,
+        subscriber: str,
+        unit: str,
+        shed_counter: ShedCounter | None = None,
         warn_interval_s: float = 10.0,
     ) -> None:
         self._name = name
@@ -143,6 +150,10 @@ class Hub(Generic[T]):
         if now - self._last_warned.get(name, -self._warn_interval_s) >= self._warn_interval_s:
             self._last_warned[name] = now
             log.warning(
-                "%s: %s %s is full, %d %s shed so far", self._name, self._subscriber, name, self.overflows[name],
+                "%s: %s %s is full, %d %s shed so far",
+                self._name,
+                self._subscriber,
+                name,
+                self.overflows[name],
                 self._unit,
             )

@@ -14,42 +14,58 @@ The confirmation lives on the Instrument row (`metadata_refreshed_at`), written 
 publisher. This gate reads the rows back, so a refresh done by another process lifts
 or sets the gate here too. Trade plans read the same rows (`metadata_missing_reason`).
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Awaitable, Callable, Collection, Mapping
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 from django.utils import timezone
 from prometheus_client import Counter, Gauge
 
-from feeds.models import Instrument
-from feeds.distribution.redispub.metadata import (
-    FETCH_FAILURES, fetch_listing, listing_apply, listing_failed, metadata_max_age_s, venue_lists_metadata,
-)
-from feeds.venues.base import FeedSpec, InstrumentMeta
 from core.health import HealthBoard, Status
+from feeds.distribution.redispub.metadata import (
+    FETCH_FAILURES,
+    fetch_listing,
+    listing_apply,
+    listing_failed,
+    metadata_max_age_s,
+    venue_lists_metadata,
+)
+from feeds.models import Instrument
+from feeds.venues.base import FeedSpec, InstrumentMeta
 
 log = logging.getLogger(__name__)
 
 GATED_INSTRUMENTS = Gauge(
-    "feed_metadata_gated_instruments", "Subscribed instruments held back because their metadata is not known",
-    ["feed"], multiprocess_mode="livesum",
+    "feed_metadata_gated_instruments",
+    "Subscribed instruments held back because their metadata is not known",
+    ["feed"],
+    multiprocess_mode="livesum",
 )
 GATE_CHANGES = Counter(
-    "feed_metadata_gate_changes_total", "Instruments the metadata gate held back or let through", ["feed", "change"],
+    "feed_metadata_gate_changes_total",
+    "Instruments the metadata gate held back or let through",
+    ["feed", "change"],
 )
+
 
 def health_component(feed: str) -> str:
     return f"metadata-gate:{feed}"
 
 
 def metadata_missing_reason(
-    *, lists_metadata: bool, refreshed_at: datetime | None, problem: str, now: datetime, max_age_s: float,
+    *,
+    lists_metadata: bool,
+    refreshed_at: datetime | None,
+    problem: str,
+    now: datetime,
+    max_age_s: float,
 ) -> str | None:
     """Return why an instrument's metadata is not known, or None when it is."""
     if not lists_metadata:
@@ -64,7 +80,11 @@ def metadata_missing_reason(
 
 
 def instruments_missing_metadata(
-    feed_name: str, venue_name: str, venue_symbols: Collection[str], *, now: datetime | None = None,
+    feed_name: str,
+    venue_name: str,
+    venue_symbols: Collection[str],
+    *,
+    now: datetime | None = None,
 ) -> dict[str, str]:
     """Return the named instruments whose metadata is not known, with why (one query)."""
     lists = venue_lists_metadata(venue_name)
@@ -113,7 +133,12 @@ class InstrumentMetadataGate:
     """
 
     def __init__(
-        self, health: HealthBoard, *, timeout_s: float = 10.0, retry_s: float = 5.0, max_retry_s: float = 300.0,
+        self,
+        health: HealthBoard,
+        *,
+        timeout_s: float = 10.0,
+        retry_s: float = 5.0,
+        max_retry_s: float = 300.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._health = health
@@ -158,7 +183,8 @@ class InstrumentMetadataGate:
                 raise  # at startup: no state to keep, the runtime cannot start
             log.warning("metadata gate %s: check failed: %r", spec.name, exc)
             self._health.set(
-                health_component(spec.name), Status.DEGRADED,
+                health_component(spec.name),
+                Status.DEGRADED,
                 f"metadata check failed ({exc!r}); keeping the last state: {self._held_text(spec.name)}"[:500],
             )
             return GateChange()
@@ -174,8 +200,9 @@ class InstrumentMetadataGate:
                 failures = self._failures[spec.name] = self._failures.get(spec.name, 0) + 1
                 wait_s = min(self._retry_s * 2 ** (failures - 1), self._max_retry_s)
                 self._next_fetch[spec.name] = self._monotonic() + wait_s
-                log.warning("metadata gate %s: fetch failed (%d in a row; next in %.1f s): %r",
-                            spec.name, failures, wait_s, exc)
+                log.warning(
+                    "metadata gate %s: fetch failed (%d in a row; next in %.1f s): %r", spec.name, failures, wait_s, exc
+                )
                 await database_sync_to_async(listing_failed)(
                     feed_name=spec.name, venue_symbols=symbols, reason=f"fetch failed: {exc!r}"
                 )
@@ -218,7 +245,9 @@ class InstrumentMetadataGate:
         held = self._held.get(feed, {})
         if not held:
             return "none held"
-        return f"held for metadata ({len(held)}): " + "; ".join(f"{symbol}: {why}" for symbol, why in sorted(held.items()))
+        return f"held for metadata ({len(held)}): " + "; ".join(
+            f"{symbol}: {why}" for symbol, why in sorted(held.items())
+        )
 
     def _report(self, feed: str, known: int) -> None:
         if not self._held[feed]:

@@ -5,19 +5,21 @@ the instruments that changed goes to the `market` group, so a browser gets at mo
 1 / interval updates per instrument however fast the venue trades. A full snapshot
 goes out every `full_every_s` so a freshly opened dashboard fills in quickly.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from channels.layers import BaseChannelLayer
 
+from core.fixed_point import fixed_to_str
 from core.push_groups import MARKET_GROUP
 from feeds.market import FeedData, MarketData
-from core.fixed_point import fixed_to_str
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +39,13 @@ class PricePublisher:
     """Keeps the latest price per instrument and pushes changes on an interval."""
 
     def __init__(
-        self, layer: BaseChannelLayer, symbols: Mapping[tuple[str, str], str], *,
-        interval_s: float, full_every_s: float = 5.0, clock: Callable[[], float] = time.monotonic,
+        self,
+        layer: BaseChannelLayer,
+        symbols: Mapping[tuple[str, str], str],
+        *,
+        interval_s: float,
+        full_every_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._layer = layer
         self._symbols = symbols  # (feed, venue symbol) -> our symbol

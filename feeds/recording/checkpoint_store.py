@@ -4,6 +4,7 @@ The live checkpoint belongs to the consistency layer; the recorder writes its co
 (feeds.models.StreamCheckpoint) with the ticks. A starting stream seeds its
 consistency state from these rows so a restarted process recovers its gap too.
 """
+
 from __future__ import annotations
 
 from feeds.market import MarketData, Side
@@ -17,8 +18,13 @@ def load_checkpoints(feed_name: str) -> dict[str, MarketData]:
     rows = StreamCheckpoint.objects.filter(feed__name=feed_name)
     return {
         row.venue_symbol: MarketData(
-            symbol=row.venue_symbol, price=row.price, volume=row.volume, ts_event=row.ts_event,
-            ts_recv=row.ts_event, trade_id=row.trade_id or None, side=_SIDES.get(row.side),
+            symbol=row.venue_symbol,
+            price=row.price,
+            volume=row.volume,
+            ts_event=row.ts_event,
+            ts_recv=row.ts_event,
+            trade_id=row.trade_id or None,
+            side=_SIDES.get(row.side),
         )
         for row in rows
     }

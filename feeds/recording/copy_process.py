@@ -10,6 +10,7 @@ batch while the next ones are on their way.
 has committed (or refused) that batch, to the rows the database refused in it. If the worker dies, every outstanding future
 fails and the next `submit` starts a new worker.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,9 @@ import logging
 import os
 import sys
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 
@@ -53,13 +55,17 @@ class CopyProcessWriter:
         self.starts = 0  # worker processes started so far
 
     def submit(
-        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+        self,
+        rows: Sequence[TickRow],
+        checkpoints: Sequence[CheckpointRow],
     ) -> asyncio.Future[Sequence[Refusal] | None]:
         """Queue one batch; the future resolves once it is committed, to the refused rows."""
         self._next_id += 1
         future: asyncio.Future[Sequence[Refusal] | None] = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
-        self._outgoing.append(frame(self._encode_batch(["batch", self._next_id, rows, [_checkpoint(c) for c in checkpoints]])))
+        self._outgoing.append(
+            frame(self._encode_batch(["batch", self._next_id, rows, [_checkpoint(c) for c in checkpoints]]))
+        )
         self._kick()
         return future
 
@@ -150,9 +156,13 @@ class CopyProcessWriter:
         if self._process is None or self._process.returncode is not None:
             self.starts += 1
             self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "feeds.recording.copy_worker",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                cwd=_PROJECT_ROOT, env={**os.environ, CONNINFO_ENV: self._conninfo},
+                sys.executable,
+                "-m",
+                "feeds.recording.copy_worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                cwd=_PROJECT_ROOT,
+                env={**os.environ, CONNINFO_ENV: self._conninfo},
             )
             assert self._process.stdin is not None
             self._process.stdin.write(frame(self._hello))

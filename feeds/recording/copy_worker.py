@@ -17,6 +17,7 @@ checkpoints they advance) is one transaction, in the order received. After a fai
 batch every later one is refused unwritten until "reset", so a checkpoint can never move
 past ticks that are not in the database.
 """
+
 from __future__ import annotations
 
 import os
@@ -99,12 +100,21 @@ class _Worker:
 
             def refused_checkpoint(checkpoint: list[Any], reason: str) -> None:
                 # stderr is the worker's log: the parent's process inherits it.
-                print(f"copy_worker: checkpoint of {checkpoint[1]} not advanced to trade {checkpoint[2]!r}, "
-                      f"refused by the database ({reason})", file=sys.stderr, flush=True)
+                print(
+                    f"copy_worker: checkpoint of {checkpoint[1]} not advanced to trade {checkpoint[2]!r}, "
+                    f"refused by the database ({reason})",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
             return write_batch(
-                rows, checkpoints, write_rows=copy_rows, write_checkpoints=upsert,
-                savepoint=conn.transaction, row_errors=ROW_ERRORS, on_checkpoint_refused=refused_checkpoint,
+                rows,
+                checkpoints,
+                write_rows=copy_rows,
+                write_checkpoints=upsert,
+                savepoint=conn.transaction,
+                row_errors=ROW_ERRORS,
+                on_checkpoint_refused=refused_checkpoint,
             )
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 Kept apart from the writers themselves: the writer process (copy_process) and the
 in-process writers (tick_writer) do not know of each other, only this choice does.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -10,8 +11,15 @@ from django.db import connection
 
 from feeds.recording.copy_process import CopyProcessWriter
 from feeds.recording.tick_writer import (
-    COPY_TYPES, BulkInsertWriter, InOrderWriter, PipelinedWriter, PostgresCopyWriter, TickWriter,
-    checkpoint_upsert_statement, copy_statement, postgres_conninfo,
+    COPY_TYPES,
+    BulkInsertWriter,
+    InOrderWriter,
+    PipelinedWriter,
+    PostgresCopyWriter,
+    TickWriter,
+    checkpoint_upsert_statement,
+    copy_statement,
+    postgres_conninfo,
 )
 
 
@@ -27,7 +35,9 @@ def pipelined_writer_for_database() -> PipelinedWriter:
     RECORDER_WRITER_PROCESS is off), else the in-process writer, one batch at a time."""
     if connection.vendor == "postgresql" and settings.RECORDER_WRITER_PROCESS:
         return CopyProcessWriter(
-            conninfo=postgres_conninfo(), copy_sql=copy_statement(), types=COPY_TYPES,
+            conninfo=postgres_conninfo(),
+            copy_sql=copy_statement(),
+            types=COPY_TYPES,
             upsert_sql=checkpoint_upsert_statement(),
         )
     return InOrderWriter(writer_for_database())

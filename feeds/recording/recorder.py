@@ -10,22 +10,23 @@ refused alone, with a count, a named reason, a log line and a known hole at its 
 stalls the recorder. `close()` drains what is left, so a
 clean shutdown loses nothing.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping, Sequence
 
+from core.health import HealthBoard, Status
 from feeds.market import FeedData, MarketData, Side
 from feeds.metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
-from feeds.recording.tick_refusals import Refusal
 from feeds.recording.tick_address import TickAddress
+from feeds.recording.tick_refusals import Refusal
 from feeds.recording.tick_rows import CheckpointRow, TickRow
 from feeds.recording.tick_writer import PipelinedWriter, RunSync, TickWriter, as_pipelined, run_in_db_thread
-from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ async def record_hole_in_database(feed: str, venue_symbol: str, start_ns: int, e
 
     return await database_sync_to_async(record_known_hole)(feed, venue_symbol, start_ns, end_ns, reason)
 
+
 # Enum.value is a descriptor call; a dict lookup is cheaper on the per-tick path.
 _SIDE_TEXT: dict[Side | None, str] = {Side.BUY: "buy", Side.SELL: "sell", None: ""}
 
@@ -67,8 +69,15 @@ class _Pending:
 
     def checkpoints(self) -> list[CheckpointRow]:
         return [
-            CheckpointRow(feed_id, symbol, t.trade_id or "", t.ts_event, t.price, t.volume,
-                          t.side.value if t.side is not None else "")
+            CheckpointRow(
+                feed_id,
+                symbol,
+                t.trade_id or "",
+                t.ts_event,
+                t.price,
+                t.volume,
+                t.side.value if t.side is not None else "",
+            )
             for (feed_id, symbol), t in self.last.items()
         ]
 
@@ -133,7 +142,9 @@ class TickRecorder:
             now = self._clock()
             if now - self._last_overflow_log >= 10.0:
                 self._last_overflow_log = now
-                log.warning("recorder: buffer full (%d ticks), %d ticks dropped so far", self._buffered, self.stats.overflow)
+                log.warning(
+                    "recorder: buffer full (%d ticks), %d ticks dropped so far", self._buffered, self.stats.overflow
+                )
             return
         rows, last = self._current.rows, self._current.last
         feed = batch.feed
@@ -146,10 +157,18 @@ class TickRecorder:
             if key is None:
                 self.stats.unknown_symbol += 1
                 continue
-            rows.append((
-                key.instrument_id, event.ts_event, event.ts_recv, event.price, event.volume,
-                event.duration_since_last_ns, event.trade_id or "", _SIDE_TEXT[event.side],
-            ))
+            rows.append(
+                (
+                    key.instrument_id,
+                    event.ts_event,
+                    event.ts_recv,
+                    event.price,
+                    event.volume,
+                    event.duration_since_last_ns,
+                    event.trade_id or "",
+                    _SIDE_TEXT[event.side],
+                )
+            )
             last[(key.feed_id, event.symbol)] = event
             added += 1
         self._buffered += added
@@ -216,8 +235,11 @@ class TickRecorder:
             self.stats.refused[reason] += 1
             RECORDER_REFUSED.labels(reason).inc()
             if number < REFUSALS_LOGGED_PER_BATCH:
-                log.warning("recorder: tick refused by the database (%s), the rest of its batch written: %r",
-                            reason, rows[index])
+                log.warning(
+                    "recorder: tick refused by the database (%s), the rest of its batch written: %r",
+                    reason,
+                    rows[index],
+                )
         if len(refused) > REFUSALS_LOGGED_PER_BATCH:
             log.warning("recorder: %d more ticks of the batch refused", len(refused) - REFUSALS_LOGGED_PER_BATCH)
         await self._record_holes(rows, refused)

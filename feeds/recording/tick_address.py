@@ -1,4 +1,5 @@
 """The recorder's address of one (feed, venue symbol): the row ids its ticks are written under."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -9,6 +9,7 @@ live feed delivers (venue symbol, fixed-point numbers, integer ns times):
 This is synchronous ORM code; from a coroutine call `arecorded_ticks` (or wrap it in
 `channels.db.database_sync_to_async`).
 """
+
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
@@ -37,8 +38,14 @@ def recorded_ticks(feed: str, symbol: str, start_ns: int, end_ns: int) -> list[M
     venue_symbol = instrument.venue_symbol
     return [
         MarketData(
-            symbol=venue_symbol, price=price, volume=volume, ts_event=ts_event, ts_recv=ts_recv,
-            trade_id=trade_id or None, side=_SIDES.get(side), duration_since_last_ns=duration,
+            symbol=venue_symbol,
+            price=price,
+            volume=volume,
+            ts_event=ts_event,
+            ts_recv=ts_recv,
+            trade_id=trade_id or None,
+            side=_SIDES.get(side),
+            duration_since_last_ns=duration,
         )
         for ts_event, price, volume, duration, trade_id, side, ts_recv in iter_tick_values(
             ticks_in_order(instrument, start_ns, end_ns)

@@ -10,10 +10,12 @@ refuses stand alone, and reports each with a reason.
 Pure Python without Django: the COPY worker process uses it as well as the in-process
 writers.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Sequence
+from typing import Any
 
 # (index of the row in its batch, reason): what a writer reports for each refused row.
 Refusal = tuple[int, str]
@@ -41,8 +43,11 @@ def refusal_reason(exc: Exception) -> str:
 
 
 def write_isolating(
-    rows: Sequence[Any], indexes: Sequence[int], write: Callable[[Sequence[Any]], None],
-    savepoint: Callable[[], AbstractContextManager[Any]], row_errors: tuple[type[Exception], ...],
+    rows: Sequence[Any],
+    indexes: Sequence[int],
+    write: Callable[[Sequence[Any]], None],
+    savepoint: Callable[[], AbstractContextManager[Any]],
+    row_errors: tuple[type[Exception], ...],
 ) -> list[Refusal]:
     """Write `rows`; when the database refuses the write with a row-level error, write
     halves in savepoints down to the single rows it refuses. Return those, by index.
@@ -69,9 +74,13 @@ def write_isolating(
 
 
 def write_batch(
-    rows: Sequence[Any], checkpoints: Sequence[Any], *,
-    write_rows: Callable[[Sequence[Any]], None], write_checkpoints: Callable[[Sequence[Any]], None],
-    savepoint: Callable[[], AbstractContextManager[Any]], row_errors: tuple[type[Exception], ...],
+    rows: Sequence[Any],
+    checkpoints: Sequence[Any],
+    *,
+    write_rows: Callable[[Sequence[Any]], None],
+    write_checkpoints: Callable[[Sequence[Any]], None],
+    savepoint: Callable[[], AbstractContextManager[Any]],
+    row_errors: tuple[type[Exception], ...],
     on_checkpoint_refused: Callable[[Any, str], None] = lambda checkpoint, reason: None,
 ) -> list[Refusal]:
     """Write a batch inside the caller's transaction, refusing bad rows; return the refusals.
@@ -94,5 +103,3 @@ def write_batch(
                 except row_errors as exc:
                     on_checkpoint_refused(checkpoint, refusal_reason(exc))
     return refused
-
-

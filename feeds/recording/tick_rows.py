@@ -3,6 +3,7 @@
 Shared by the in-process writers (feeds.recording.tick_writer) and the writer process's client
 (feeds.recording.copy_process), neither of which should need the other to name a row.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

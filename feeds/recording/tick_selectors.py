@@ -1,7 +1,8 @@
 """Read paths over recorded ticks and the instruments they belong to."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Length
@@ -52,7 +53,9 @@ def ticks_in_order(instrument: Instrument, start_ns: int | None = None, end_ns: 
     return ticks.annotate(trade_id_len=Length("trade_id")).order_by("ts_event", "trade_id_len", "trade_id", "pk")
 
 
-def iter_tick_values(ticks: QuerySet[Tick], *, chunk_size: int = 10_000) -> Iterator[tuple[int, int, int, int | None, str, str, int]]:
+def iter_tick_values(
+    ticks: QuerySet[Tick], *, chunk_size: int = 10_000
+) -> Iterator[tuple[int, int, int, int | None, str, str, int]]:
     """Yield (ts_event, price, volume, duration_since_last_ns, trade_id, side, ts_recv) without loading all rows."""
     return ticks.values_list(
         "ts_event", "price", "volume", "duration_since_last_ns", "trade_id", "side", "ts_recv"

@@ -8,11 +8,13 @@ The recorder drives a PipelinedWriter: on PostgreSQL a writer process
 (feeds.recording.copy_process), else a synchronous writer run in the database thread;
 feeds.recording.database_writer picks one for the default database.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable, Protocol, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import psycopg
 from django.db import DataError, IntegrityError, connection, transaction
@@ -26,11 +28,22 @@ log = logging.getLogger(__name__)
 # What the database (or the driver, converting a value) says about one row rather than
 # about the connection: such a row is refused, the rest of its batch written.
 ROW_ERRORS: tuple[type[Exception], ...] = (
-    DataError, IntegrityError, psycopg.DataError, psycopg.IntegrityError, *PYTHON_ROW_ERRORS,
+    DataError,
+    IntegrityError,
+    psycopg.DataError,
+    psycopg.IntegrityError,
+    *PYTHON_ROW_ERRORS,
 )
 
 TICK_COLUMNS = (
-    "instrument_id", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side",
+    "instrument_id",
+    "ts_event",
+    "ts_recv",
+    "price",
+    "volume",
+    "duration_since_last_ns",
+    "trade_id",
+    "side",
 )
 # price and volume are numeric(38,0) (core.fixed_point_field); binary COPY needs
 # each column's own type, and psycopg writes a Python int as binary numeric.
@@ -49,7 +62,9 @@ class PipelinedWriter(Protocol):
     WriteSkipped, unwritten, until `reset()`: a checkpoint never passes missing ticks."""
 
     def submit(
-        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+        self,
+        rows: Sequence[TickRow],
+        checkpoints: Sequence[CheckpointRow],
     ) -> asyncio.Future[Sequence[Refusal] | None]: ...
 
     def reset(self) -> None: ...
@@ -62,7 +77,9 @@ RunSync = Callable[[WriteFunction, Sequence[TickRow], Sequence[CheckpointRow]], 
 
 
 async def run_in_db_thread(
-    write: WriteFunction, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+    write: WriteFunction,
+    rows: Sequence[TickRow],
+    checkpoints: Sequence[CheckpointRow],
 ) -> Sequence[Refusal] | None:
     from channels.db import database_sync_to_async
 
@@ -79,7 +96,9 @@ class InOrderWriter:
         self._broken = False
 
     def submit(
-        self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow],
+        self,
+        rows: Sequence[TickRow],
+        checkpoints: Sequence[CheckpointRow],
     ) -> asyncio.Future[Sequence[Refusal] | None]:
         return asyncio.ensure_future(self._write(rows, checkpoints))
 
@@ -107,8 +126,13 @@ def _upsert_checkpoints(checkpoints: Sequence[CheckpointRow]) -> None:
     StreamCheckpoint.objects.bulk_create(
         [
             StreamCheckpoint(
-                feed_id=c.feed_id, venue_symbol=c.venue_symbol, trade_id=c.trade_id,
-                ts_event=c.ts_event, price=c.price, volume=c.volume, side=c.side,
+                feed_id=c.feed_id,
+                venue_symbol=c.venue_symbol,
+                trade_id=c.trade_id,
+                ts_event=c.ts_event,
+                price=c.price,
+                volume=c.volume,
+                side=c.side,
             )
             for c in checkpoints
         ],
@@ -146,12 +170,18 @@ def postgres_conninfo() -> str:
     from psycopg.conninfo import make_conninfo
 
     params = connection.get_connection_params()
-    return make_conninfo("", **{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"})
+    return make_conninfo(
+        "", **{k: v for k, v in params.items() if isinstance(v, (str, int)) and k != "prepare_threshold"}
+    )
 
 
 def _checkpoint_refused(checkpoint: CheckpointRow, reason: str) -> None:
-    log.warning("recorder: checkpoint of %s not advanced to trade %r, refused by the database (%s)",
-                checkpoint.venue_symbol, checkpoint.trade_id, reason)
+    log.warning(
+        "recorder: checkpoint of %s not advanced to trade %r, refused by the database (%s)",
+        checkpoint.venue_symbol,
+        checkpoint.trade_id,
+        reason,
+    )
 
 
 # Foreign keys are checked at commit by default, too late to tell which row broke one.
@@ -177,8 +207,13 @@ class PostgresCopyWriter:
                         copy.write_row(row)
 
             return write_batch(
-                rows, checkpoints, write_rows=copy_rows, write_checkpoints=_upsert_checkpoints,
-                savepoint=transaction.atomic, row_errors=ROW_ERRORS, on_checkpoint_refused=_checkpoint_refused,
+                rows,
+                checkpoints,
+                write_rows=copy_rows,
+                write_checkpoints=_upsert_checkpoints,
+                savepoint=transaction.atomic,
+                row_errors=ROW_ERRORS,
+                on_checkpoint_refused=_checkpoint_refused,
             )
 
 
@@ -199,8 +234,13 @@ class BulkInsertWriter:
                 with connection.cursor() as cursor:
                     cursor.execute(SET_CONSTRAINTS_IMMEDIATE)
             return write_batch(
-                rows, checkpoints, write_rows=insert_rows, write_checkpoints=_upsert_checkpoints,
-                savepoint=transaction.atomic, row_errors=ROW_ERRORS, on_checkpoint_refused=_checkpoint_refused,
+                rows,
+                checkpoints,
+                write_rows=insert_rows,
+                write_checkpoints=_upsert_checkpoints,
+                savepoint=transaction.atomic,
+                row_errors=ROW_ERRORS,
+                on_checkpoint_refused=_checkpoint_refused,
             )
 
 

@@ -4,6 +4,7 @@ Delay n is uniform in [0, min(max_s, initial_s * 2**(n-1))]. Deterministic delay
 every stream that failed together retry together, the reconnect storm that gets an IP
 banned; full jitter spreads them. The random source is injectable for tests.
 """
+
 from __future__ import annotations
 
 import random

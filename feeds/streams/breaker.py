@@ -5,11 +5,12 @@ OPENs and no attempt is made for `cooldown_s`; then HALF_OPEN lets one attempt t
 success closes it, failure opens it again for another cool-down. Backoff alone would
 still knock every `max_s` forever. The monotonic clock is injectable.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from enum import Enum
-from typing import Callable
 
 from core.health import Status
 
@@ -22,7 +23,11 @@ class BreakerState(Enum):
 
 class CircuitBreaker:
     def __init__(
-        self, *, failure_threshold: int = 10, cooldown_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+        self,
+        *,
+        failure_threshold: int = 10,
+        cooldown_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if failure_threshold < 1 or cooldown_s <= 0:
             raise ValueError("need failure_threshold >= 1 and cooldown_s > 0")

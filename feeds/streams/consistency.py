@@ -11,6 +11,7 @@ aggregate ids, bitFlyer execution ids), so a numeric id at or below the checkpoi
 is a repeat however old; other ids (KuCoin's hex trade ids) are remembered in a
 bounded window.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -29,7 +30,7 @@ class TradeRejected(ValueError):
 class TradeStreamState:
     """One symbol's checkpoint and its bounded window of recently accepted trade ids."""
 
-    __slots__ = ("symbol", "_last_trade", "_last_key", "_window", "_seen", "_capacity")
+    __slots__ = ("_capacity", "_last_key", "_last_trade", "_seen", "_window", "symbol")
 
     def __init__(self, symbol: str, *, dedup_window: int = DEFAULT_DEDUP_WINDOW) -> None:
         if dedup_window < 1:
@@ -73,7 +74,7 @@ class TradeStreamStateStoreProtocol(Protocol):
 class TradeStreamStateStore:
     """Holds the states; only the consistency controller creates or changes them."""
 
-    __slots__ = ("_states", "_dedup_window")
+    __slots__ = ("_dedup_window", "_states")
 
     def __init__(self, *, dedup_window: int = DEFAULT_DEDUP_WINDOW) -> None:
         self._states: dict[str, TradeStreamState] = {}

@@ -4,16 +4,18 @@ Building reads the venue's endpoint plan (which may call REST for venues with
 bootstrap tokens) but opens no socket and starts no task; `SupervisedStream.run()`
 does that.
 """
+
 from __future__ import annotations
 
 import logging
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence, TypeGuard, cast
+from typing import TypeGuard, cast
 
+from core.health import HealthBoard
 from feeds.market import FeedData, MarketData
-from feeds.streams.venue_limiter import VenueRateLimiter
 from feeds.streams.gap_recovery import TradeHistorySource
 from feeds.streams.rest_history import RestTradeHistory
 from feeds.streams.runtime_events import LoggingEventPublisher
@@ -21,9 +23,9 @@ from feeds.streams.socket_session import SocketSession
 from feeds.streams.stream_composition import build_trade_stream_runtime
 from feeds.streams.supervised_stream import HoleSink, StreamPolicy, SupervisedStream
 from feeds.streams.transport import TransportSettings, WebSocketConnection, dial
-from feeds.venues.base import Endpoint, ExchangeVenue, FeedSpec, TradeHistoryVenue
+from feeds.streams.venue_limiter import VenueRateLimiter
 from feeds.streams.window_planner import DEFAULT_MAX_WINDOW_MS
-from core.health import HealthBoard
+from feeds.venues.base import Endpoint, ExchangeVenue, FeedSpec, TradeHistoryVenue
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +66,17 @@ class _NoHistory:
 
 
 async def build_feed_streams(
-    spec: FeedSpec, venue: ExchangeVenue, *, publish: Callable[[FeedData], None], health: HealthBoard,
-    limiter: VenueRateLimiter | None, settings: FeedStreamSettings = FeedStreamSettings(),
-    checkpoints: Mapping[str, MarketData] | None = None, hole_sink: HoleSink | None = None,
-    clock_ns: Callable[[], int] = time.time_ns, first_label: int = 0,
+    spec: FeedSpec,
+    venue: ExchangeVenue,
+    *,
+    publish: Callable[[FeedData], None],
+    health: HealthBoard,
+    limiter: VenueRateLimiter | None,
+    settings: FeedStreamSettings = FeedStreamSettings(),
+    checkpoints: Mapping[str, MarketData] | None = None,
+    hole_sink: HoleSink | None = None,
+    clock_ns: Callable[[], int] = time.time_ns,
+    first_label: int = 0,
 ) -> list[SupervisedStream]:
     """Return one SupervisedStream per endpoint of the feed's subscriptions.
 
@@ -94,15 +103,27 @@ async def build_feed_streams(
             # on every dial behind its backoff and breaker, instead of failing the process.
             log.warning(
                 "feed %s: %s endpoint plan unavailable at start (%s); one stream for all symbols",
-                spec.name, channel, exc,
+                spec.name,
+                channel,
+                exc,
             )
             plan = [Endpoint(url="", subscribe=())]
         for index, endpoint in enumerate(plan):
             carried = [symbol for symbol in symbols if carries_symbol(endpoint, symbol)]
             stream = _build_stream(
-                spec, venue, index, carried, channel=channel, channel_symbols=symbols,
-                label=f"ws{first_label + len(streams)}", publish=publish, health=health, limiter=limiter,
-                settings=settings, hole_sink=hole_sink, clock_ns=clock_ns,
+                spec,
+                venue,
+                index,
+                carried,
+                channel=channel,
+                channel_symbols=symbols,
+                label=f"ws{first_label + len(streams)}",
+                publish=publish,
+                health=health,
+                limiter=limiter,
+                settings=settings,
+                hole_sink=hole_sink,
+                clock_ns=clock_ns,
             )
             if channel == TRADES:
                 stream.restore_checkpoints(dict(checkpoints or {}))
@@ -111,10 +132,20 @@ async def build_feed_streams(
 
 
 def _build_stream(
-    spec: FeedSpec, venue: ExchangeVenue, index: int, symbols: Sequence[str], *, channel: str,
-    channel_symbols: Sequence[str], label: str,
-    publish: Callable[[FeedData], None], health: HealthBoard, limiter: VenueRateLimiter | None,
-    settings: FeedStreamSettings, hole_sink: HoleSink | None, clock_ns: Callable[[], int],
+    spec: FeedSpec,
+    venue: ExchangeVenue,
+    index: int,
+    symbols: Sequence[str],
+    *,
+    channel: str,
+    channel_symbols: Sequence[str],
+    label: str,
+    publish: Callable[[FeedData], None],
+    health: HealthBoard,
+    limiter: VenueRateLimiter | None,
+    settings: FeedStreamSettings,
+    hole_sink: HoleSink | None,
+    clock_ns: Callable[[], int],
 ) -> SupervisedStream:
     async def endpoint_source() -> Endpoint:
         # Asked again per dial: single-use URLs and bootstrap tokens must be fresh.
@@ -123,7 +154,10 @@ def _build_stream(
 
     async def dial_endpoint(endpoint: Endpoint) -> WebSocketConnection:
         return await dial(
-            endpoint, settings.transport, limiter=limiter, keep_alive=venue.keep_alive,
+            endpoint,
+            settings.transport,
+            limiter=limiter,
+            keep_alive=venue.keep_alive,
             ping_message=venue.ping_message,
         )
 
@@ -153,14 +187,29 @@ def _build_stream(
         stream_ref[0].deliver_recovered(trades)
 
     graph = build_trade_stream_runtime(
-        connection=session, subscriptions=session, publisher=LoggingEventPublisher(f"{spec.name}/{label}"),
-        recovery_source=history, heartbeat_timeout_s=policy.heartbeat_timeout_s,
-        scheduler_interval_s=policy.scheduler_interval_s, max_window_ms=max_window, retention_ms=retention_ms,
+        connection=session,
+        subscriptions=session,
+        publisher=LoggingEventPublisher(f"{spec.name}/{label}"),
+        recovery_source=history,
+        heartbeat_timeout_s=policy.heartbeat_timeout_s,
+        scheduler_interval_s=policy.scheduler_interval_s,
+        max_window_ms=max_window,
+        retention_ms=retention_ms,
         recovered_sink=recovered_sink,
     )
     stream = SupervisedStream(
-        feed=spec.name, label=label, venue=venue, graph=graph, session=session, publish=publish, health=health,
-        symbols=symbols, policy=policy, hole_sink=hole_sink, recovery_enabled=recovery, clock_ns=clock_ns,
+        feed=spec.name,
+        label=label,
+        venue=venue,
+        graph=graph,
+        session=session,
+        publish=publish,
+        health=health,
+        symbols=symbols,
+        policy=policy,
+        hole_sink=hole_sink,
+        recovery_enabled=recovery,
+        clock_ns=clock_ns,
     )
     if isinstance(history, RestTradeHistory):
         stream.closers.append(history.close)

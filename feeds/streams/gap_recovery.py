@@ -7,13 +7,15 @@ never reads a clock: the lifecycle owner passes the end time. A checkpoint older
 the venue's retention cannot be recovered in full; the coordinator says so in the
 result (`hole`) and recovers what the venue still has.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from feeds.streams.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStoreProtocol
 from feeds.market import MarketData
+from feeds.streams.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStoreProtocol
 from feeds.streams.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
 
 
@@ -51,11 +53,14 @@ class TradeRecoveryController:
     has moved past them they must be delivered, even if a later window fails.
     """
 
-    __slots__ = ("_source", "_consistency", "_sink", "rejected")
+    __slots__ = ("_consistency", "_sink", "_source", "rejected")
 
     def __init__(
-        self, source: TradeHistorySource, consistency: TradeStreamConsistencyController,
-        *, sink: RecoveredSink | None = None,
+        self,
+        source: TradeHistorySource,
+        consistency: TradeStreamConsistencyController,
+        *,
+        sink: RecoveredSink | None = None,
     ) -> None:
         self._source = source
         self._consistency = consistency
@@ -92,11 +97,15 @@ def ns_to_ms(ts_ns: int) -> int:
 
 
 class RuntimeRecoveryCoordinator:
-    __slots__ = ("_store", "_planner", "_controller", "_retention_ms")
+    __slots__ = ("_controller", "_planner", "_retention_ms", "_store")
 
     def __init__(
-        self, state_store: TradeStreamStateStoreProtocol, planner: TradeRecoveryWindowPlanner,
-        controller: TradeRecoveryController, *, retention_ms: int | None = None,
+        self,
+        state_store: TradeStreamStateStoreProtocol,
+        planner: TradeRecoveryWindowPlanner,
+        controller: TradeRecoveryController,
+        *,
+        retention_ms: int | None = None,
     ) -> None:
         self._store = state_store
         self._planner = planner
@@ -104,7 +113,11 @@ class RuntimeRecoveryCoordinator:
         self._retention_ms = retention_ms
 
     async def recover(
-        self, symbol: str, recovery_end_time: int, *, start_if_no_checkpoint: int | None = None,
+        self,
+        symbol: str,
+        recovery_end_time: int,
+        *,
+        start_if_no_checkpoint: int | None = None,
     ) -> TradeRecoveryResult:
         """Recover [checkpoint time, recovery_end_time] of `symbol`; empty when there is no checkpoint.
 

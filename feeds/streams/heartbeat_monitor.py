@@ -4,11 +4,13 @@ It owns no task and no loop (the scheduler asks), knows nothing of the superviso
 never reconnects. It reads the monotonic clock, injectable for tests. A timeout is
 published once, until new activity or a new start().
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from enum import Enum
-from typing import Callable, Protocol
+from typing import Protocol
 
 from feeds.streams.runtime_events import HeartbeatTimeoutEvent, RuntimeEventPublisher
 
@@ -29,10 +31,14 @@ class HeartbeatMonitorProtocol(Protocol):
 
 
 class HeartbeatMonitor:
-    __slots__ = ("_timeout_s", "_publisher", "_clock", "_state", "_last_activity")
+    __slots__ = ("_clock", "_last_activity", "_publisher", "_state", "_timeout_s")
 
     def __init__(
-        self, timeout_s: float, publisher: RuntimeEventPublisher, *, clock: Callable[[], float] = time.monotonic,
+        self,
+        timeout_s: float,
+        publisher: RuntimeEventPublisher,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")

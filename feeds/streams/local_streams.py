@@ -9,14 +9,16 @@ may be silent for as long as the market was, and reopening it would play it agai
 and no duplicate filter (a recording is replayed as it was recorded). A finite source
 ends the stream when its last frame is delivered.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import math
 import time
-from typing import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 
+from core.health import HealthBoard
 from feeds.market import FeedData, MarketData
 from feeds.recording.tick_history import arecorded_ticks
 from feeds.streams.consistency import UncheckedTrades
@@ -25,7 +27,6 @@ from feeds.streams.socket_session import SocketSession
 from feeds.streams.stream_composition import build_trade_stream_runtime
 from feeds.streams.supervised_stream import SourceEnded, StreamPolicy, SupervisedStream
 from feeds.venues.base import Endpoint, FeedSpec, FrameSource, LocalVenue, RecordedTicks, WireMessage
-from core.health import HealthBoard
 
 LOCAL_LABEL = "source"
 LOCAL_POLICY = StreamPolicy(heartbeat_timeout_s=math.inf, max_connection_age_s=None)
@@ -79,8 +80,13 @@ class _NoHistory:
 
 
 def build_local_stream(
-    spec: FeedSpec, venue: LocalVenue, *, publish: Callable[[FeedData], None], health: HealthBoard,
-    recorded_ticks: RecordedTicks = arecorded_ticks, clock_ns: Callable[[], int] = time.time_ns,
+    spec: FeedSpec,
+    venue: LocalVenue,
+    *,
+    publish: Callable[[FeedData], None],
+    health: HealthBoard,
+    recorded_ticks: RecordedTicks = arecorded_ticks,
+    clock_ns: Callable[[], int] = time.time_ns,
 ) -> SupervisedStream:
     """Return the supervised stream of a local venue's feed; `run()` opens its source."""
     endpoint = Endpoint(url=f"{venue.name}:{spec.name}", subscribe=())
@@ -94,12 +100,24 @@ def build_local_stream(
 
     session = SocketSession(endpoint_source, open_source)  # type: ignore[arg-type]
     graph = build_trade_stream_runtime(
-        connection=session, subscriptions=session, publisher=LoggingEventPublisher(f"{spec.name}/{LOCAL_LABEL}"),
-        recovery_source=_NoHistory(), heartbeat_timeout_s=LOCAL_POLICY.heartbeat_timeout_s,
-        scheduler_interval_s=LOCAL_POLICY.scheduler_interval_s, consistency=UncheckedTrades,
+        connection=session,
+        subscriptions=session,
+        publisher=LoggingEventPublisher(f"{spec.name}/{LOCAL_LABEL}"),
+        recovery_source=_NoHistory(),
+        heartbeat_timeout_s=LOCAL_POLICY.heartbeat_timeout_s,
+        scheduler_interval_s=LOCAL_POLICY.scheduler_interval_s,
+        consistency=UncheckedTrades,
     )
     return SupervisedStream(
-        feed=spec.name, label=LOCAL_LABEL, venue=venue, graph=graph, session=session, publish=publish,
-        health=health, symbols=[i.venue_symbol for i in spec.instruments], policy=LOCAL_POLICY,
-        recovery_enabled=False, clock_ns=clock_ns,
+        feed=spec.name,
+        label=LOCAL_LABEL,
+        venue=venue,
+        graph=graph,
+        session=session,
+        publish=publish,
+        health=health,
+        symbols=[i.venue_symbol for i in spec.instruments],
+        policy=LOCAL_POLICY,
+        recovery_enabled=False,
+        clock_ns=clock_ns,
     )

@@ -3,13 +3,17 @@
 It does not decide when to run, how often to retry, which backoff to use, whether
 trades must be recovered or when live processing resumes: the lifecycle owner does.
 """
+
 from __future__ import annotations
 
 from enum import Enum
 from typing import Protocol
 
 from feeds.streams.runtime_events import (
-    ReconnectCompletedEvent, ReconnectFailedEvent, ReconnectStartedEvent, RuntimeEventPublisher,
+    ReconnectCompletedEvent,
+    ReconnectFailedEvent,
+    ReconnectStartedEvent,
+    RuntimeEventPublisher,
 )
 
 
@@ -36,10 +40,13 @@ class ReconnectCoordinatorProtocol(Protocol):
 
 
 class ReconnectCoordinator:
-    __slots__ = ("_dispatcher", "_subscriptions", "_publisher", "_state", "_attempt")
+    __slots__ = ("_attempt", "_dispatcher", "_publisher", "_state", "_subscriptions")
 
     def __init__(
-        self, dispatcher: ConnectDispatcher, subscriptions: SubscriptionManager, publisher: RuntimeEventPublisher,
+        self,
+        dispatcher: ConnectDispatcher,
+        subscriptions: SubscriptionManager,
+        publisher: RuntimeEventPublisher,
     ) -> None:
         self._dispatcher = dispatcher
         self._subscriptions = subscriptions

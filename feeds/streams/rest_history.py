@@ -5,18 +5,19 @@ recovery window, then by id when a window holds more than a page. Venues that pa
 id only (bitFlyer executions: newest first, `after`/`before`) are walked backwards from
 the newest trade down to the checkpoint. Every page takes a REST token first.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
 from feeds.market import MarketData
 from feeds.streams.venue_limiter import VenueRateLimiter
+from feeds.streams.window_planner import TradeRecoveryWindow
 from feeds.venues.base import TradeHistoryVenue, TradeQuery
 from feeds.venues.rest import fetch_trades
-from feeds.streams.window_planner import TradeRecoveryWindow
 
 DEFAULT_MAX_PAGES = 2000  # per window: a runaway loop must end
 
@@ -27,8 +28,14 @@ class RecoveryPagingError(RuntimeError):
 
 class RestTradeHistory:
     def __init__(
-        self, venue: TradeHistoryVenue, settings: Mapping[str, object], *, limiter: VenueRateLimiter | None = None,
-        timeout_s: float = 10.0, max_pages: int = DEFAULT_MAX_PAGES, clock_ns: Callable[[], int] = time.time_ns,
+        self,
+        venue: TradeHistoryVenue,
+        settings: Mapping[str, object],
+        *,
+        limiter: VenueRateLimiter | None = None,
+        timeout_s: float = 10.0,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._venue = venue
         self._settings = settings
@@ -63,7 +70,9 @@ class RestTradeHistory:
     async def _by_time(self, window: TradeRecoveryWindow) -> list[MarketData]:
         limit = self._venue.max_page_size
         end_ns = (window.end_time + 1) * 1_000_000  # end_time is inclusive, in ms
-        page = await self._page(TradeQuery(window.symbol, start_ms=window.start_time, end_ms=window.end_time, limit=limit))
+        page = await self._page(
+            TradeQuery(window.symbol, start_ms=window.start_time, end_ms=window.end_time, limit=limit)
+        )
         trades = list(page)
         for _ in range(self._max_pages):
             if len(page) < limit:

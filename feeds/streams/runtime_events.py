@@ -2,6 +2,7 @@
 
 Components publish; the lifecycle owner decides what an event means for health and logs.
 """
+
 from __future__ import annotations
 
 import logging

@@ -4,10 +4,12 @@
 decides where it runs), never runs a second loop, and lets dependency errors through
 unwrapped after resetting `running`.
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from feeds.streams.heartbeat_monitor import HeartbeatMonitorProtocol
 from feeds.streams.supervisor import RuntimeSupervisorProtocol
@@ -24,11 +26,15 @@ class RuntimeSchedulerProtocol(Protocol):
 
 
 class RuntimeScheduler:
-    __slots__ = ("_heartbeat", "_supervisor", "_interval_s", "_sleep", "_running")
+    __slots__ = ("_heartbeat", "_interval_s", "_running", "_sleep", "_supervisor")
 
     def __init__(
-        self, heartbeat: HeartbeatMonitorProtocol, supervisor: RuntimeSupervisorProtocol, interval_s: float,
-        *, sleep: Sleep = asyncio.sleep,
+        self,
+        heartbeat: HeartbeatMonitorProtocol,
+        supervisor: RuntimeSupervisorProtocol,
+        interval_s: float,
+        *,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")

@@ -4,11 +4,12 @@ It is the reconnect coordinator's connect dispatcher and subscription manager. T
 endpoint is asked for again on every dial because some venues hand out single-use
 URLs or tokens.
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from feeds.streams.transport import WebSocketConnection
 from feeds.venues.base import Endpoint

@@ -5,17 +5,23 @@ task, reads no settings and publishes nothing, so a graph can be built in a test
 safely as in production. Live acquisition and recovery share one consistency
 controller, and it and the recovery coordinator share one state store.
 """
+
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from feeds.streams.consistency import DEFAULT_DEDUP_WINDOW, TradeStreamConsistencyController, TradeStreamStateStore
+from feeds.streams.gap_recovery import (
+    RecoveredSink,
+    RuntimeRecoveryCoordinator,
+    TradeHistorySource,
+    TradeRecoveryController,
+)
 from feeds.streams.heartbeat_monitor import HeartbeatMonitor
 from feeds.streams.reconnect import ConnectDispatcher, ReconnectCoordinator, SubscriptionManager
-from feeds.streams.gap_recovery import RecoveredSink, RuntimeRecoveryCoordinator, TradeHistorySource, TradeRecoveryController
 from feeds.streams.runtime_events import RuntimeEventPublisher
 from feeds.streams.scheduler import RuntimeScheduler, Sleep
 from feeds.streams.supervisor import RuntimeSupervisor

@@ -1,4 +1,5 @@
 """Stream and recorder policy from Django settings (read when a runtime is built, not at import)."""
+
 from __future__ import annotations
 
 from django.conf import settings

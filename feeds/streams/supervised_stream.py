@@ -15,6 +15,7 @@ guarantees one reconnect at a time. Gap recovery runs with the scheduler paused 
 before any live frame of the new connection is read (those wait in the socket), so
 recovered trades always come first and the consistency layer drops the overlap.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,26 +24,32 @@ import dataclasses
 import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Awaitable, Callable, Sequence
 
 from websockets.exceptions import ConnectionClosed
 
+from core.health import HealthBoard, Status, worst
+from feeds.market import FeedData, MarketData, MarketEvent
+from feeds.metrics import (
+    FRAMES_MALFORMED,
+    STREAM_CONNECT_FAILURES,
+    STREAM_CONNECTS,
+    STREAM_KNOWN_HOLES,
+    STREAM_RECOVERED,
+    TICKS_RECEIVED,
+)
 from feeds.streams.backoff import FullJitterBackoff
 from feeds.streams.breaker import CircuitBreaker
 from feeds.streams.consistency import TradeRejected
-from feeds.market import FeedData, MarketData, MarketEvent
-from feeds.metrics import FRAMES_MALFORMED, TICKS_RECEIVED
 from feeds.streams.gap_recovery import KnownHoleSpan, ns_to_ms
 from feeds.streams.socket_session import SocketSession
-from feeds.metrics import STREAM_CONNECT_FAILURES, STREAM_CONNECTS, STREAM_KNOWN_HOLES, STREAM_RECOVERED
 from feeds.streams.stream_composition import TradeStreamRuntimeComposition
 from feeds.streams.supervisor import SupervisorState
 from feeds.streams.transport import WebSocketConnection
 from feeds.venues.base import ParseError, StreamState, Venue
 from feeds.venues.construct import make_trade
-from core.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
 
@@ -269,9 +276,7 @@ class SupervisedStream:
     # --- the scheduler task ----------------------------------------------------------
 
     def _start_scheduler(self) -> None:
-        self._scheduler_task = asyncio.create_task(
-            self._graph.scheduler.start(), name=f"{self.component}:heartbeat"
-        )
+        self._scheduler_task = asyncio.create_task(self._graph.scheduler.start(), name=f"{self.component}:heartbeat")
 
     async def _stop_scheduler(self) -> None:
         self._graph.scheduler.stop()
@@ -325,8 +330,14 @@ class SupervisedStream:
         self._holes.append(hole)
         self.stats.holes += 1
         STREAM_KNOWN_HOLES.labels(self.feed).inc()
-        log.error("feed %s: known hole in %s from %d to %d ms: %s",
-                  self.component, hole.symbol, hole.start_time, hole.end_time, reason)
+        log.error(
+            "feed %s: known hole in %s from %d to %d ms: %s",
+            self.component,
+            hole.symbol,
+            hole.start_time,
+            hole.end_time,
+            reason,
+        )
         if self._hole_sink is not None:
             await self._hole_sink(
                 self.feed, hole.symbol, hole.start_time * 1_000_000, hole.end_time * 1_000_000, reason
@@ -336,7 +347,7 @@ class SupervisedStream:
         """The recovery controller's sink: accepted recovered trades, in order."""
         self._flush_pending()  # live events of the previous connection go first
         for start in range(0, len(trades), RECOVERED_BATCH):
-            chunk = [self._with_duration(trade) for trade in trades[start:start + RECOVERED_BATCH]]
+            chunk = [self._with_duration(trade) for trade in trades[start : start + RECOVERED_BATCH]]
             self._ticks.inc(len(chunk))
             self._publish(FeedData(self.feed, tuple(chunk)))
 
@@ -418,8 +429,15 @@ class SupervisedStream:
             return trade
         # The fast constructor, not dataclasses.replace: this runs for every tick.
         return make_trade(
-            trade.symbol, trade.price, trade.volume, trade.ts_event, trade.ts_recv, trade.trade_id, trade.side,
-            trade.ts_event - previous, trade.cumulative_volume,
+            trade.symbol,
+            trade.price,
+            trade.volume,
+            trade.ts_event,
+            trade.ts_recv,
+            trade.trade_id,
+            trade.side,
+            trade.ts_event - previous,
+            trade.cumulative_volume,
         )
 
     # --- health ----------------------------------------------------------------------
@@ -427,8 +445,11 @@ class SupervisedStream:
     def _report_streaming(self) -> None:
         if self._holes:
             hole = self._holes[-1]
-            self._report(Status.DEGRADED, f"streaming; {len(self._holes)} known hole(s), last in {hole.symbol} "
-                                          f"from {hole.start_time} to {hole.end_time} ms")
+            self._report(
+                Status.DEGRADED,
+                f"streaming; {len(self._holes)} known hole(s), last in {hole.symbol} "
+                f"from {hole.start_time} to {hole.end_time} ms",
+            )
         else:
             self._report(Status.HEALTHY, "streaming")
 
@@ -437,5 +458,7 @@ class SupervisedStream:
         prefix = f"feed:{self.feed}/"
         parts = {name: health for name, health in self._health.snapshot().items() if name.startswith(prefix)}
         feed_status = worst([health.status for health in parts.values()])
-        reasons = [f"{name[len(prefix):]}: {h.reason}" for name, h in sorted(parts.items()) if h.status is not Status.HEALTHY]
+        reasons = [
+            f"{name[len(prefix) :]}: {h.reason}" for name, h in sorted(parts.items()) if h.status is not Status.HEALTHY
+        ]
         self._health.set(f"feed:{self.feed}", feed_status, "; ".join(reasons) or "streaming")

@@ -6,6 +6,7 @@ heartbeat check and the reader's lost connection) never run two reconnects at on
 It does not check the heartbeat, sleep, schedule retries, recover trades or touch the
 transport.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,7 @@ class RuntimeSupervisorProtocol(Protocol):
 
 
 class RuntimeSupervisor:
-    __slots__ = ("_heartbeat", "_reconnect", "_state", "_settled")
+    __slots__ = ("_heartbeat", "_reconnect", "_settled", "_state")
 
     def __init__(self, heartbeat: HeartbeatMonitorProtocol, reconnect: ReconnectCoordinatorProtocol) -> None:
         self._heartbeat = heartbeat

@@ -8,13 +8,14 @@ does not arrive within `ping_timeout_s`, so a half-open connection (no data, no 
 ends within about ping_interval_s + ping_timeout_s (20 s by default). Venues that want
 an application-level ping (KuCoin) get it from `ping_message` on their interval.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from aiolimiter import AsyncLimiter
 from websockets.asyncio.client import ClientConnection, connect
@@ -42,8 +43,13 @@ class WebSocketConnection:
     """One open connection; `recv` returns raw frame bytes (text frames too)."""
 
     def __init__(
-        self, socket: ClientConnection, endpoint: Endpoint, *, opened_at: float,
-        limiter: VenueRateLimiter | None, message_bucket: AsyncLimiter | None,
+        self,
+        socket: ClientConnection,
+        endpoint: Endpoint,
+        *,
+        opened_at: float,
+        limiter: VenueRateLimiter | None,
+        message_bucket: AsyncLimiter | None,
     ) -> None:
         self._socket = socket
         self.endpoint = endpoint
@@ -88,8 +94,12 @@ class WebSocketConnection:
 
 
 async def dial(
-    endpoint: Endpoint, settings: TransportSettings, *, limiter: VenueRateLimiter | None = None,
-    keep_alive: KeepAlive | None = None, ping_message: Callable[[int], WireMessage | None] | None = None,
+    endpoint: Endpoint,
+    settings: TransportSettings,
+    *,
+    limiter: VenueRateLimiter | None = None,
+    keep_alive: KeepAlive | None = None,
+    ping_message: Callable[[int], WireMessage | None] | None = None,
 ) -> WebSocketConnection:
     """Open a connection to `endpoint` (no subscribing); raise on refusal or timeout."""
     if limiter is not None:
@@ -106,7 +116,10 @@ async def dial(
         proxy=None,
     )
     connection = WebSocketConnection(
-        socket, endpoint, opened_at=asyncio.get_running_loop().time(), limiter=limiter,
+        socket,
+        endpoint,
+        opened_at=asyncio.get_running_loop().time(),
+        limiter=limiter,
         message_bucket=limiter.message_limiter() if limiter is not None else None,
     )
     rules = endpoint.keep_alive or keep_alive

@@ -6,10 +6,11 @@ wait budget does not happen (fail closed): RateLimitDenied is raised and the cal
 reports it, instead of finding the limit by being banned. One set of buckets per venue
 per event loop (aiolimiter binds to its loop).
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Mapping
+from collections.abc import Mapping
 
 from aiolimiter import AsyncLimiter
 
@@ -30,7 +31,9 @@ class VenueRateLimiter:
         self.limits = limits
         self.fraction = fraction
         self.max_wait_s = max_wait_s
-        self._rest = AsyncLimiter(max(limits.rest_weight * fraction, limits.trades_request_weight), limits.rest_period_s)
+        self._rest = AsyncLimiter(
+            max(limits.rest_weight * fraction, limits.trades_request_weight), limits.rest_period_s
+        )
         self._dials = AsyncLimiter(max(limits.dials * fraction, 1), limits.dial_period_s)
         self._messages_per_s = None if limits.messages_per_s is None else max(limits.messages_per_s * fraction, 1)
         self.denied = 0
@@ -66,8 +69,9 @@ class VenueRateLimiter:
 class RateLimiterRegistry:
     """One VenueRateLimiter per venue, shared by every stream of the venue in this process."""
 
-    def __init__(self, *, fraction: float = 0.5, max_wait_s: float = 5.0,
-                 limits: Mapping[str, PublishedLimits] | None = None) -> None:
+    def __init__(
+        self, *, fraction: float = 0.5, max_wait_s: float = 5.0, limits: Mapping[str, PublishedLimits] | None = None
+    ) -> None:
         self._fraction = fraction
         self._max_wait_s = max_wait_s
         # Each venue declares its own limits (Venue.limits); `limits` replaces them all.

@@ -4,6 +4,7 @@ Times are Unix milliseconds. Neighbouring windows share their boundary, so no in
 falls between two windows; a trade at the boundary may come back twice, and the
 consistency layer drops the second copy.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

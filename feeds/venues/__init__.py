@@ -1,10 +1,13 @@
 """The venue registry: one module per venue, each exporting VENUE."""
+
 from __future__ import annotations
 
 from feeds.venues import binance_usdm, bitflyer, kucoin_futures, replay, simulated, upstox
 from feeds.venues.base import Venue
 
-VENUES: dict[str, Venue] = {module.VENUE.name: module.VENUE for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox)}
+VENUES: dict[str, Venue] = {
+    module.VENUE.name: module.VENUE for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox)
+}
 
 
 def get_venue(name: str) -> Venue:

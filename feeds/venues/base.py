@@ -11,10 +11,12 @@ keeps sockets alive lives with the stream runtime; nothing here opens a connecti
 Per-stream venue state (Upstox's previous `vtt`) lives in a `StreamState` the stream
 owns, so `parse` stays pure.
 """
+
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable, Collection, Mapping, Protocol, Sequence, Union
+from typing import Protocol, Union
 
 from feeds.market import MarketData, MarketEvent
 
@@ -196,7 +198,10 @@ class ExchangeVenue(Venue, Protocol):
     rest_base_url: str  # default; feed setting `rest_url` overrides it
 
     async def endpoints(
-        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+        self,
+        symbols: Sequence[str],
+        channels: Collection[str],
+        settings: Mapping[str, object],
     ) -> list[Endpoint]:
         """Return the connections to dial for `symbols` x `channels`.
 
@@ -275,4 +280,3 @@ class ExchangeVenueCommon:
     def ping_message(self, counter: int) -> WireMessage | None:
         """The venue pings and the websocket library answers: nothing to send."""
         return None
-

@@ -15,23 +15,38 @@ not answered within 10 minutes; at most 10 incoming messages per second and 1024
 streams per connection. aggTrades REST only reaches back 24 hours, and a window with
 both startTime and endTime must be shorter than one hour.
 """
+
 from __future__ import annotations
 
-from typing import Collection, Mapping, Sequence, Union
+from collections.abc import Collection, Mapping, Sequence
+from typing import Union
 
 import msgspec
 
 from feeds.market import BookTicker, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, PublishedLimits, TradeQuery,
+    Endpoint,
+    ExchangeVenueCommon,
+    HttpRequest,
+    InstrumentMeta,
+    KeepAlive,
+    ParseError,
+    PublishedLimits,
+    TradeQuery,
 )
 from feeds.venues.construct import make_book_ticker, make_mark_price, make_trade
 from feeds.venues.errors import (
-    DECODE_FAILURES, MAX_FIXED, MAX_INT, as_parse_error, checked_price, checked_trade_size, trade_refusal,
+    DECODE_FAILURES,
+    MAX_FIXED,
+    MAX_INT,
+    as_parse_error,
+    checked_price,
+    checked_trade_size,
+    trade_refusal,
     values_refusal,
 )
-from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
 from feeds.venues.exchange_settings import base_url
+from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"
@@ -64,6 +79,7 @@ EXCHANGE_INFO_PATH = "/fapi/v1/exchangeInfo"
 
 
 # --- wire messages, with the venue's own field names ------------------------------------
+
 
 class AggTrade(msgspec.Struct, tag_field="e", tag="aggTrade", frozen=True):
     # `E` (event time) is left undeclared: the decoder skips it without building an int,
@@ -150,6 +166,7 @@ _decode_exchange_info = msgspec.json.Decoder(ExchangeInfo).decode
 
 # --- pure parse -------------------------------------------------------------------------
 
+
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     """Return the events in one websocket frame (combined or raw); no I/O, no state."""
     try:
@@ -168,13 +185,21 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
             price, volume, ts_event = fixed(payload.p), fixed(payload.q), payload.T * 1_000_000
             # One chain of plain comparisons: the cheapest form of the range test.
             if (
-                price <= 0 or volume <= 0 or price > _MAX or volume > _MAX
-                or not MIN_TS_NS <= ts_event < MAX_TS_NS or not payload.s
+                price <= 0
+                or volume <= 0
+                or price > _MAX
+                or volume > _MAX
+                or not MIN_TS_NS <= ts_event < MAX_TS_NS
+                or not payload.s
             ):
                 raise _refused_trade(payload, price, volume)
             # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side):
             # m = the buyer is the maker, so the seller was the aggressor.
-            return [make_trade(payload.s, price, volume, ts_event, received_ns, str(payload.a), _SELL if payload.m else _BUY)]
+            return [
+                make_trade(
+                    payload.s, price, volume, ts_event, received_ns, str(payload.a), _SELL if payload.m else _BUY
+                )
+            ]
         if isinstance(payload, MarkPriceUpdate):
             return [_mark_price(payload, received_ns)]
         if isinstance(payload, BookTickerEvent):
@@ -211,12 +236,17 @@ def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
     # An empty rate means "no funding" (delivery contracts): absent, never zero.
     rate = fixed(update.r) if update.r else None
     if (
-        mark <= 0 or mark > _MAX or not update.s or (index is not None and (index <= 0 or index > _MAX))
+        mark <= 0
+        or mark > _MAX
+        or not update.s
+        or (index is not None and (index <= 0 or index > _MAX))
         or (rate is not None and (rate > _MAX or rate < -_MAX))
     ):
         raise values_refusal(update.s, prices=(mark, index), signed=(rate,))
     next_funding_ns = update.T * 1_000_000 if update.T else None
-    if not MIN_TS_NS <= ts_event < MAX_TS_NS or (next_funding_ns is not None and not MIN_TS_NS <= next_funding_ns < MAX_TS_NS):
+    if not MIN_TS_NS <= ts_event < MAX_TS_NS or (
+        next_funding_ns is not None and not MIN_TS_NS <= next_funding_ns < MAX_TS_NS
+    ):
         raise ParseError("value", f"markPrice {update.s}: time out of range")
     # MarkPrice(symbol, mark_price, ts_event, ts_recv, index_price, funding_rate, next_funding_ns)
     return make_mark_price(update.s, mark, ts_event, received_ns, index, rate, next_funding_ns)
@@ -225,7 +255,11 @@ def _mark_price(update: MarkPriceUpdate, received_ns: int) -> MarkPrice:
 def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
     bid, bid_size, ask, ask_size = fixed(book.b), fixed(book.B), fixed(book.a), fixed(book.A)
     if not (
-        0 < bid <= _MAX and 0 < ask <= _MAX and 0 <= bid_size <= _MAX and 0 <= ask_size <= _MAX and book.s
+        0 < bid <= _MAX
+        and 0 < ask <= _MAX
+        and 0 <= bid_size <= _MAX
+        and 0 <= ask_size <= _MAX
+        and book.s
         and 0 <= book.u <= MAX_INT
     ):
         raise values_refusal(book.s, prices=(bid, ask), sizes=(bid_size, ask_size), integers=(book.u,))
@@ -234,6 +268,7 @@ def _book_ticker(book: BookTickerEvent, received_ns: int) -> BookTicker:
 
 
 # --- endpoints and subscriptions --------------------------------------------------------
+
 
 def stream_name(symbol: str, channel: str, *, mark_price_1s: bool = True) -> str:
     """Return the venue's stream name for a symbol and one of CHANNELS."""
@@ -250,16 +285,22 @@ def stream_name(symbol: str, channel: str, *, mark_price_1s: bool = True) -> str
 def subscribe_messages(streams: Sequence[str], *, first_id: int = 1) -> list[str]:
     """Return SUBSCRIBE requests for `streams`, SUBSCRIBE_BATCH streams per message."""
     return [
-        msgspec.json.encode({
-            "method": "SUBSCRIBE", "params": list(streams[start:start + SUBSCRIBE_BATCH]),
-            "id": first_id + number,
-        }).decode()
+        msgspec.json.encode(
+            {
+                "method": "SUBSCRIBE",
+                "params": list(streams[start : start + SUBSCRIBE_BATCH]),
+                "id": first_id + number,
+            }
+        ).decode()
         for number, start in enumerate(range(0, len(streams), SUBSCRIBE_BATCH))
     ]
 
 
 def stream_endpoints(
-    symbols: Sequence[str], channels: Collection[str], *, ws_url: str = WS_BASE_URL,
+    symbols: Sequence[str],
+    channels: Collection[str],
+    *,
+    ws_url: str = WS_BASE_URL,
     mark_price_1s: bool = True,
 ) -> list[Endpoint]:
     """Return one combined-stream connection per routed path (and per 1024 streams)."""
@@ -274,16 +315,19 @@ def stream_endpoints(
     endpoints = []
     for path, streams in sorted(by_path.items()):
         for start in range(0, len(streams), limit):
-            chunk = streams[start:start + limit]
-            endpoints.append(Endpoint(
-                url=f"{ws_url.rstrip('/')}{path}/stream",
-                subscribe=tuple(subscribe_messages(chunk)),
-                streams=tuple(chunk),
-            ))
+            chunk = streams[start : start + limit]
+            endpoints.append(
+                Endpoint(
+                    url=f"{ws_url.rstrip('/')}{path}/stream",
+                    subscribe=tuple(subscribe_messages(chunk)),
+                    streams=tuple(chunk),
+                )
+            )
     return endpoints
 
 
 # --- REST -------------------------------------------------------------------------------
+
 
 def agg_trades_request(query: TradeQuery, *, rest_url: str = REST_BASE_URL) -> HttpRequest:
     """Return GET /fapi/v1/aggTrades for one page.
@@ -352,13 +396,15 @@ def parse_exchange_info(body: bytes) -> list[InstrumentMeta]:
                 raise ParseError("schema", f"{symbol.symbol} lacks PRICE_FILTER.tickSize or LOT_SIZE.stepSize")
             fixed_positive(price_filter.tickSize)
             fixed_positive(lot_filter.stepSize)
-            instruments.append(InstrumentMeta(
-                venue_symbol=symbol.symbol,
-                tick_size=price_filter.tickSize,
-                lot_size=lot_filter.stepSize,
-                min_quantity=lot_filter.minQty,
-                status=symbol.status.lower(),
-            ))
+            instruments.append(
+                InstrumentMeta(
+                    venue_symbol=symbol.symbol,
+                    tick_size=price_filter.tickSize,
+                    lot_size=lot_filter.stepSize,
+                    min_quantity=lot_filter.minQty,
+                    status=symbol.status.lower(),
+                )
+            )
         return instruments
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
@@ -389,10 +435,15 @@ class BinanceUsdmVenue(ExchangeVenueCommon):
     parse = staticmethod(parse)
 
     async def endpoints(
-        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+        self,
+        symbols: Sequence[str],
+        channels: Collection[str],
+        settings: Mapping[str, object],
     ) -> list[Endpoint]:
         return stream_endpoints(
-            symbols, channels, ws_url=base_url(settings, "ws_url", WS_BASE_URL),
+            symbols,
+            channels,
+            ws_url=base_url(settings, "ws_url", WS_BASE_URL),
             mark_price_1s=bool(settings.get("mark_price_1s", True)),
         )
 

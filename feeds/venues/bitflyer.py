@@ -14,22 +14,37 @@ text. `side` is the taker's side, empty during Itayose (call auction): no aggres
 Nothing published while disconnected is replayed, so gaps are filled from
 `/v1/executions?after=<last id>`; `before` only reaches back 31 days.
 """
+
 from __future__ import annotations
 
-from typing import Collection, Mapping, Sequence, Union
+from collections.abc import Collection, Mapping, Sequence
+from typing import Union
 
 import msgspec
 
 from feeds.market import MarketData, MarketEvent, Side, Ticker
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, PublishedLimits, TradeQuery,
+    Endpoint,
+    ExchangeVenueCommon,
+    HttpRequest,
+    InstrumentMeta,
+    KeepAlive,
+    ParseError,
+    PublishedLimits,
+    TradeQuery,
 )
 from feeds.venues.construct import make_ticker, make_trade
 from feeds.venues.errors import (
-    DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol, trade_refusal,
+    DECODE_FAILURES,
+    MAX_FIXED,
+    as_parse_error,
+    checked_price,
+    checked_size,
+    checked_symbol,
+    trade_refusal,
 )
-from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
 from feeds.venues.exchange_settings import base_url
+from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"
@@ -51,6 +66,7 @@ MARKETS_PATH = "/v1/getmarkets"
 
 
 # --- wire messages ----------------------------------------------------------------------
+
 
 class Execution(msgspec.Struct, frozen=True):
     id: int  # execution id, increasing
@@ -106,6 +122,7 @@ _SIDES = {"BUY": Side.BUY, "SELL": Side.SELL, "": None}
 
 # --- pure parse -------------------------------------------------------------------------
 
+
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     """Return the events in one JSON-RPC frame; replies and acks give none."""
     try:
@@ -118,7 +135,7 @@ def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
             raise ParseError("schema", "neither a channel message nor a reply")
         channel, message = rpc.params.channel, rpc.params.message
         if channel.startswith("lightning_executions_") and isinstance(message, list):
-            symbol = channel[len("lightning_executions_"):]  # an empty one is refused per trade
+            symbol = channel[len("lightning_executions_") :]  # an empty one is refused per trade
             return [_trade(symbol, execution, received_ns) for execution in message]
         if channel.startswith("lightning_ticker_") and isinstance(message, TickerMessage):
             return [_ticker(message, received_ns)]
@@ -137,7 +154,13 @@ def _trade(symbol: str, execution: Execution, received_ns: int) -> MarketData:
         raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
     # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
     return make_trade(
-        symbol, price, volume, checked_ns(iso_utc_to_ns(execution.exec_date)), received_ns, str(execution.id), side,
+        symbol,
+        price,
+        volume,
+        checked_ns(iso_utc_to_ns(execution.exec_date)),
+        received_ns,
+        str(execution.id),
+        side,
     )
 
 
@@ -164,6 +187,7 @@ def _ticker(ticker: TickerMessage, received_ns: int) -> Ticker:
 
 # --- endpoints and subscriptions --------------------------------------------------------
 
+
 def channel_name(product_code: str, channel: str) -> str:
     """Return the realtime channel for a product code ("BTC_JPY") and one of CHANNELS."""
     try:
@@ -175,21 +199,32 @@ def channel_name(product_code: str, channel: str) -> str:
 def subscribe_messages(channels: Sequence[str], *, first_id: int = 1) -> list[str]:
     """Return one JSON-RPC subscribe request per channel (each answered with `true`)."""
     return [
-        msgspec.json.encode({
-            "jsonrpc": "2.0", "method": "subscribe", "params": {"channel": channel}, "id": first_id + number,
-        }).decode()
+        msgspec.json.encode(
+            {
+                "jsonrpc": "2.0",
+                "method": "subscribe",
+                "params": {"channel": channel},
+                "id": first_id + number,
+            }
+        ).decode()
         for number, channel in enumerate(channels)
     ]
 
 
 def stream_endpoint(
-    product_codes: Sequence[str], channels: Collection[str], *, ws_url: str = WS_BASE_URL,
+    product_codes: Sequence[str],
+    channels: Collection[str],
+    *,
+    ws_url: str = WS_BASE_URL,
 ) -> Endpoint:
     names = [channel_name(code, channel) for channel in sorted(channels) for code in product_codes]
-    return Endpoint(url=f"{ws_url.rstrip('/')}{WS_PATH}", subscribe=tuple(subscribe_messages(names)), streams=tuple(names))
+    return Endpoint(
+        url=f"{ws_url.rstrip('/')}{WS_PATH}", subscribe=tuple(subscribe_messages(names)), streams=tuple(names)
+    )
 
 
 # --- REST -------------------------------------------------------------------------------
+
 
 def executions_request(query: TradeQuery, *, rest_url: str = REST_BASE_URL) -> HttpRequest:
     """Return GET /v1/executions for one page (newest first, ids between the bounds)."""
@@ -256,7 +291,10 @@ class BitflyerVenue(ExchangeVenueCommon):
     parse = staticmethod(parse)
 
     async def endpoints(
-        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+        self,
+        symbols: Sequence[str],
+        channels: Collection[str],
+        settings: Mapping[str, object],
     ) -> list[Endpoint]:
         return [stream_endpoint(symbols, channels, ws_url=base_url(settings, "ws_url", WS_BASE_URL))]
 

@@ -7,10 +7,12 @@ order, with the same defaults) that sets the slots through their member descript
 The result is an ordinary, equal, immutable instance: the frozen check only guards
 `setattr` after construction, which stays in force.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -35,7 +37,7 @@ def fast_constructor(cls: type[T]) -> Callable[..., T]:
             parameters.append(f"{field.name}=_default{number}")
         body.append(f"    _set{number}(self, {field.name})")
     source = f"def make({', '.join(parameters)}):\n    self = _new(_cls)\n" + "\n".join(body) + "\n    return self\n"
-    exec(source, namespace)  # noqa: S102 - generated from the dataclass's own field names
+    exec(source, namespace)
     make: Callable[..., T] = namespace["make"]
     make.__doc__ = f"Return {cls.__name__}(...) built without the per-field frozen setattr."
     return make

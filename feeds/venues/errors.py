@@ -19,6 +19,7 @@ The checks below are the ones every venue shares: a value a frame carries must f
 the range the rest of the system can hold (the recorder's signed 64-bit columns), and a
 price must be positive, a size non-negative, a symbol non-empty.
 """
+
 from __future__ import annotations
 
 import msgspec
@@ -36,7 +37,13 @@ MAX_INT = 2**63 - 1
 # ParseError so nothing else escapes into the stream. RecursionError is msgspec's
 # answer to a frame nested deeper than its limit (a 2 KB frame of brackets does it).
 DECODE_FAILURES: tuple[type[Exception], ...] = (
-    msgspec.DecodeError, ValueError, OverflowError, TypeError, KeyError, IndexError, UnicodeError,
+    msgspec.DecodeError,
+    ValueError,
+    OverflowError,
+    TypeError,
+    KeyError,
+    IndexError,
+    UnicodeError,
     RecursionError,
 )
 
@@ -115,8 +122,12 @@ def trade_refusal(price: int, volume: int, symbol: str) -> ParseError | None:
 
 
 def values_refusal(
-    symbol: str, *, prices: tuple[int | None, ...] = (), sizes: tuple[int | None, ...] = (),
-    signed: tuple[int | None, ...] = (), integers: tuple[int | None, ...] = (),
+    symbol: str,
+    *,
+    prices: tuple[int | None, ...] = (),
+    sizes: tuple[int | None, ...] = (),
+    signed: tuple[int | None, ...] = (),
+    integers: tuple[int | None, ...] = (),
 ) -> ParseError:
     """Name the first refused value of an event whose inline range test failed (None: absent)."""
     try:

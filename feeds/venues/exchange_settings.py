@@ -1,14 +1,17 @@
 """Feed settings shared by the exchange venues: base URL overrides, validated per key."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
 
 def clean_exchange_settings(
-    venue: str, settings: Mapping[str, object], defaults: Mapping[str, object],
+    venue: str,
+    settings: Mapping[str, object],
+    defaults: Mapping[str, object],
 ) -> dict[str, object]:
     """Return `settings` over `defaults`, checking keys and the `ws_url` / `rest_url` overrides.
 

@@ -1,4 +1,5 @@
 """Recorded frames as text lines: one frame per line, base64 for binary venues (Upstox)."""
+
 from __future__ import annotations
 
 import base64

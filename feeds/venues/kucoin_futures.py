@@ -17,25 +17,39 @@ sends `{"id":..,"type":"ping"}` every `pingInterval` ms. A token and a connectio
 in ns. `/contract/instrument` carries two subjects at two cadences: `mark.index.price`
 every second and `funding.rate` every minute, with unquoted JSON numbers and ms times.
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
 from decimal import Decimal
-from typing import Callable, Collection, Mapping, Sequence, Union
+from typing import Union
 
 import msgspec
 
 from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Side
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
+    Endpoint,
+    ExchangeVenueCommon,
+    HttpRequest,
+    InstrumentMeta,
+    KeepAlive,
+    ParseError,
+    WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_funding_rate, make_mark_price, make_trade
 from feeds.venues.errors import (
-    DECODE_FAILURES, MAX_FIXED, MAX_INT, as_parse_error, checked_signed, trade_refusal, values_refusal,
+    DECODE_FAILURES,
+    MAX_FIXED,
+    MAX_INT,
+    as_parse_error,
+    checked_signed,
+    trade_refusal,
+    values_refusal,
 )
+from feeds.venues.exchange_settings import base_url
 from feeds.venues.numbers import checked_ns, decimal_to_fixed_positive, json_fixed, ms_to_ns
 from feeds.venues.rest import fetch
-from feeds.venues.exchange_settings import base_url
 
 NAME = "kucoin-futures"
 WS_BASE_URL = "wss://ws-api-futures.kucoin.com"  # informational: the bullet names the server
@@ -61,6 +75,7 @@ SUCCESS_CODE = "200000"
 
 
 # --- wire messages ----------------------------------------------------------------------
+
 
 class Match(msgspec.Struct, frozen=True):
     symbol: str
@@ -150,6 +165,7 @@ _QUIET_TYPES = frozenset({"welcome", "ack", "pong"})
 
 # --- pure parse -------------------------------------------------------------------------
 
+
 def parse(frame: bytes, received_ns: int) -> list[MarketEvent]:
     """Return the events in one frame; welcome, ack and pong give none."""
     try:
@@ -220,8 +236,12 @@ def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
     ask, ask_size = json_fixed(ticker.bestAskPrice), json_fixed(ticker.bestAskSize)
     sequence, symbol = ticker.sequence, ticker.symbol
     if not (
-        0 < bid <= MAX_FIXED and 0 < ask <= MAX_FIXED and 0 <= bid_size <= MAX_FIXED and 0 <= ask_size <= MAX_FIXED
-        and symbol and (sequence is None or 0 <= sequence <= MAX_INT)
+        0 < bid <= MAX_FIXED
+        and 0 < ask <= MAX_FIXED
+        and 0 <= bid_size <= MAX_FIXED
+        and 0 <= ask_size <= MAX_FIXED
+        and symbol
+        and (sequence is None or 0 <= sequence <= MAX_INT)
     ):
         raise values_refusal(symbol, prices=(bid, ask), sizes=(bid_size, ask_size), integers=(sequence,))
     # BookTicker(symbol, bid_price, bid_size, ask_price, ask_size, ts_event, ts_recv, sequence), positional.
@@ -229,6 +249,7 @@ def _book_ticker(ticker: TickerV2, received_ns: int) -> BookTicker:
 
 
 # --- bootstrap, endpoints and subscriptions ---------------------------------------------
+
 
 def bullet_request(*, rest_url: str = REST_BASE_URL) -> HttpRequest:
     """Return the public token request; it must go to the futures base URL, not spot."""
@@ -252,16 +273,26 @@ def subscribe_messages(symbols: Sequence[str], channels: Collection[str], *, fir
         if channel not in CHANNELS:
             raise ValueError(f"{NAME} has no channel {channel!r}; known: {sorted(CHANNELS)}")
         for start in range(0, len(symbols), SYMBOLS_PER_TOPIC):
-            chunk = ",".join(symbols[start:start + SYMBOLS_PER_TOPIC])
-            messages.append(msgspec.json.encode({
-                "id": str(first_id + len(messages)), "type": "subscribe",
-                "topic": f"{_TOPIC[channel]}:{chunk}", "privateChannel": False, "response": True,
-            }).decode())
+            chunk = ",".join(symbols[start : start + SYMBOLS_PER_TOPIC])
+            messages.append(
+                msgspec.json.encode(
+                    {
+                        "id": str(first_id + len(messages)),
+                        "type": "subscribe",
+                        "topic": f"{_TOPIC[channel]}:{chunk}",
+                        "privateChannel": False,
+                        "response": True,
+                    }
+                ).decode()
+            )
     return messages
 
 
 def endpoint_from_bullet(
-    bullet: BulletResponse, symbols: Sequence[str], channels: Collection[str], connect_id: str,
+    bullet: BulletResponse,
+    symbols: Sequence[str],
+    channels: Collection[str],
+    connect_id: str,
 ) -> Endpoint:
     """Return the connection the bullet points at, with its own ping interval."""
     server = bullet.data.instanceServers[0]
@@ -285,6 +316,7 @@ def ping_message(counter: int) -> str:
 
 
 # --- REST -------------------------------------------------------------------------------
+
 
 def contracts_request(*, rest_url: str = REST_BASE_URL) -> HttpRequest:
     return HttpRequest("GET", f"{rest_url.rstrip('/')}{CONTRACTS_PATH}")
@@ -317,6 +349,7 @@ def _exact_text(value: Decimal) -> str:
 
 # --- the venue --------------------------------------------------------------------------
 
+
 class KucoinFuturesVenue(ExchangeVenueCommon):
     name = NAME
     default_market_type = "perpetual"
@@ -333,7 +366,10 @@ class KucoinFuturesVenue(ExchangeVenueCommon):
     parse = staticmethod(parse)
 
     async def endpoints(
-        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+        self,
+        symbols: Sequence[str],
+        channels: Collection[str],
+        settings: Mapping[str, object],
     ) -> list[Endpoint]:
         """Fetch a fresh bullet token (one per dial) and return its connection."""
         body = await fetch(bullet_request(rest_url=base_url(settings, "rest_url", REST_BASE_URL)))

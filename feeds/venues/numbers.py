@@ -4,14 +4,15 @@ Venues send prices as decimal strings ("64012.5"), as JSON numbers (bitFlyer's
 13633748.0, KuCoin's 0.001) or as ISO times with up to 9 fractional digits. Every
 conversion here is exact or raises FixedPointError: nothing goes through float.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Callable
 
-from feeds.market import fixed_from_decimal, fixed_from_whole, parse_fixed
 from core.fixed_point import MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError
+from feeds.market import fixed_from_decimal, fixed_from_whole, parse_fixed
 
 # Every conversion here returns a value inside core.fixed_point.FIXED_MAX_ABS or raises
 # FixedPointError: at most MAX_WHOLE_DIGITS digits before the point, SCALE_DIGITS after.
@@ -50,8 +51,11 @@ def fixed_uncached(text: str) -> int:
     """
     whole, _, fraction = text.partition(".")
     if (
-        len(fraction) <= SCALE_DIGITS and 0 < len(whole) <= MAX_WHOLE_DIGITS and text.isascii()
-        and whole.isdigit() and (fraction.isdigit() or not fraction)
+        len(fraction) <= SCALE_DIGITS
+        and 0 < len(whole) <= MAX_WHOLE_DIGITS
+        and text.isascii()
+        and whole.isdigit()
+        and (fraction.isdigit() or not fraction)
     ):
         # isascii + isdigit: only 0-9, so int() sees no sign, underscore or space.
         return int(whole) * SCALE + (int(fraction) * _FRACTION_SCALE[len(fraction)] if fraction else 0)

@@ -12,14 +12,15 @@ times faster, 0 as fast as possible. Settings: `source` ("csv" with `path`, or
 "database" with `source_feed` and an optional `start`/`end` ISO window), `speed`,
 `batch_size`. The file or query is read only when the source is iterated.
 """
+
 from __future__ import annotations
 
 import asyncio
 import heapq
 import time
-from datetime import datetime, timezone
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 
 from django.core.exceptions import ValidationError
 
@@ -44,6 +45,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 # --- pacing -------------------------------------------------------------------------------
 
+
 def _frame_time_ns(frame: bytes) -> int | None:
     head = frame.split(b",", 1)[0]
     return int(head) * 1_000_000 if head.isdigit() else None
@@ -53,8 +55,13 @@ class ReplaySource:
     """Yields recorded frames in batches, paced by their exchange times divided by `speed`."""
 
     def __init__(
-        self, frames: Callable[[], AsyncIterator[bytes]], *, speed: float, batch_size: int,
-        clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep,
+        self,
+        frames: Callable[[], AsyncIterator[bytes]],
+        *,
+        speed: float,
+        batch_size: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._frames = frames
         self._speed = speed
@@ -95,13 +102,15 @@ def merge_by_time(streams: Iterable[list[MarketData]]) -> Iterator[MarketData]:
 def _iso_to_ns(text: str) -> int:
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
 def database_frames(
-    feed: FeedSpec, settings: Mapping[str, object], recorded_ticks: RecordedTicks,
+    feed: FeedSpec,
+    settings: Mapping[str, object],
+    recorded_ticks: RecordedTicks,
 ) -> Callable[[], AsyncIterator[bytes]]:
     """Return a frame iterator over ticks recorded on `source_feed` for the feed's instruments."""
 
@@ -119,6 +128,7 @@ def database_frames(
 
 
 # --- the venue --------------------------------------------------------------------------
+
 
 class ReplayVenue:
     name = NAME

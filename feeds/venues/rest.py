@@ -4,10 +4,11 @@ The venue modules build requests and parse responses with pure functions; this i
 one place that does the I/O, with aiohttp. A caller passes its own session to reuse
 connections (and to point tests at a local server through the feed's `rest_url`).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 import aiohttp
 
@@ -36,7 +37,9 @@ class RestError(Exception):
 
 
 async def fetch(
-    request: HttpRequest, *, session: aiohttp.ClientSession | None = None,
+    request: HttpRequest,
+    *,
+    session: aiohttp.ClientSession | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> bytes:
     """Send `request` and return the response body; raise RestError on a non-2xx status."""
@@ -44,8 +47,11 @@ async def fetch(
         async with aiohttp.ClientSession() as own_session:
             return await fetch(request, session=own_session, timeout_s=timeout_s)
     async with session.request(
-        request.method, request.url, params=dict(request.params) or None,
-        headers=dict(request.headers) or None, data=request.body,
+        request.method,
+        request.url,
+        params=dict(request.params) or None,
+        headers=dict(request.headers) or None,
+        data=request.body,
         timeout=aiohttp.ClientTimeout(total=timeout_s),
     ) as response:
         body = await response.read()
@@ -55,8 +61,11 @@ async def fetch(
 
 
 async def fetch_instruments(
-    venue: ExchangeVenue, settings: Mapping[str, object], *,
-    session: aiohttp.ClientSession | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    venue: ExchangeVenue,
+    settings: Mapping[str, object],
+    *,
+    session: aiohttp.ClientSession | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[InstrumentMeta]:
     """Return the venue's instrument metadata."""
     body = await fetch(venue.instruments_request(settings), session=session, timeout_s=timeout_s)
@@ -64,8 +73,13 @@ async def fetch_instruments(
 
 
 async def fetch_trades(
-    venue: TradeHistoryVenue, query: TradeQuery, settings: Mapping[str, object], received_ns: int, *,
-    session: aiohttp.ClientSession | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    venue: TradeHistoryVenue,
+    query: TradeQuery,
+    settings: Mapping[str, object],
+    received_ns: int,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[MarketData]:
     """Return one page of historical trades, oldest first, stamped `received_ns`."""
     body = await fetch(venue.trades_request(query, settings), session=session, timeout_s=timeout_s)

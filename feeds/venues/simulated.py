@@ -5,13 +5,15 @@ exchange trade stream and go through the same parse path as a real venue:
 
     {"e":"trade","s":"BTC-USD","t":42,"p":"64012.5","q":"0.013","T":1732924800123,"m":false}
 """
+
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 import orjson
@@ -56,7 +58,11 @@ class SimulatedMarket:
     """The exchange side: the same seed and instruments give the same trades, always."""
 
     def __init__(
-        self, *, seed: int, volatility_bps: float, instruments: Sequence[InstrumentSpec],
+        self,
+        *,
+        seed: int,
+        volatility_bps: float,
+        instruments: Sequence[InstrumentSpec],
         start_prices: Mapping[str, str],
     ) -> None:
         self._rng = random.Random(seed)
@@ -77,11 +83,19 @@ class SimulatedMarket:
             lots = self._rng.randint(1, 100)
             trade_id += 1
             book[3], book[4] = price_ticks, trade_id
-            frames.append(orjson.dumps({
-                "e": "trade", "s": symbol, "t": trade_id,
-                "p": format(tick * price_ticks, "f"), "q": format(lot * lots, "f"),
-                "T": ts_ms, "m": self._rng.random() < 0.5,
-            }))
+            frames.append(
+                orjson.dumps(
+                    {
+                        "e": "trade",
+                        "s": symbol,
+                        "t": trade_id,
+                        "p": format(tick * price_ticks, "f"),
+                        "q": format(lot * lots, "f"),
+                        "T": ts_ms,
+                        "m": self._rng.random() < 0.5,
+                    }
+                )
+            )
         return frames
 
 
@@ -89,7 +103,10 @@ class SimulatedSource:
     """Emits one round of trades every `interval_ms`; the clock and sleep are injectable."""
 
     def __init__(
-        self, market: SimulatedMarket, interval_ms: int, *,
+        self,
+        market: SimulatedMarket,
+        interval_ms: int,
+        *,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         sleep: Callable[[float], object] = asyncio.sleep,
     ) -> None:
@@ -161,9 +178,17 @@ class SimulatedVenue:
             if not (0 < price <= MAX_FIXED and 0 < volume <= MAX_FIXED and symbol):
                 raise trade_refusal(price, volume, symbol)  # type: ignore[misc]
             # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
-            return [make_trade(
-                symbol, price, volume, ms_to_ns(trade.T), received_ns, str(trade.t), Side.SELL if trade.m else Side.BUY,
-            )]
+            return [
+                make_trade(
+                    symbol,
+                    price,
+                    volume,
+                    ms_to_ns(trade.T),
+                    received_ns,
+                    str(trade.t),
+                    Side.SELL if trade.m else Side.BUY,
+                )
+            ]
         except DECODE_FAILURES as exc:
             raise as_parse_error(exc) from None
 

@@ -13,14 +13,15 @@ volume (a recorded cold-start tick, an Upstox last-price update), which moves th
 price and adds nothing to volume, in a replay and in a backtest alike; a negative
 volume is refused. Blank lines are skipped.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Callable, Iterator
 
-from feeds.market import FeedData, MarketData, MarketEvent, Side
 from core.fixed_point import fixed_to_str
+from feeds.market import FeedData, MarketData, MarketEvent, Side
 from feeds.venues.base import ParseError
 from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, checked_price, checked_size, checked_symbol
@@ -62,9 +63,17 @@ def parse_tick_line(frame: bytes, received_ns: int) -> list[MarketEvent]:
             checked_price(value)
             checked_size(amount, "volume")  # zero is a volume: a recorded cold-start tick has none
         # MarketData(symbol, price, volume, ts_event, ts_recv, trade_id, side), positional.
-        return [make_trade(
-            symbol, value, amount, ts_event, received_ns, (extra[0] or None) if extra else None, _SIDES[side_text],
-        )]
+        return [
+            make_trade(
+                symbol,
+                value,
+                amount,
+                ts_event,
+                received_ns,
+                (extra[0] or None) if extra else None,
+                _SIDES[side_text],
+            )
+        ]
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
 
@@ -94,7 +103,11 @@ async def tick_file_frames(path: Path) -> AsyncIterator[bytes]:
 
 
 def read_tick_csv(
-    path: str | Path, *, feed: str, batch_ticks: int = 256, clock_ns: Callable[[], int] = time.time_ns,
+    path: str | Path,
+    *,
+    feed: str,
+    batch_ticks: int = 256,
+    clock_ns: Callable[[], int] = time.time_ns,
 ) -> Iterator[FeedData]:
     """Yield the file's ticks in file order as FeedData batches of at most `batch_ticks`.
 

@@ -19,28 +19,36 @@ delta, which needs the previous tick, so `parse` carries vtt in
 the delta (a vtt that falls, or a new trading day, starts the count again) and drops the LTPC that Upstox
 re-sends with every depth-only update.
 """
+
 from __future__ import annotations
 
 import gzip
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Awaitable, Callable, Collection, Mapping, Protocol, Sequence
+from typing import Protocol
 
 import msgspec
 from django.core.exceptions import ValidationError
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 
-from feeds.market import MarketData, MarketEvent
 from core.fixed_point import SCALE
+from feeds.market import MarketData, MarketEvent
 from feeds.venues.base import (
-    Endpoint, ExchangeVenueCommon, HttpRequest, InstrumentMeta, KeepAlive, ParseError, WireMessage,
+    Endpoint,
+    ExchangeVenueCommon,
+    HttpRequest,
+    InstrumentMeta,
+    KeepAlive,
+    ParseError,
+    WireMessage,
 )
 from feeds.venues.construct import make_book_ticker, make_ticker, make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error
+from feeds.venues.exchange_settings import base_url, clean_exchange_settings
 from feeds.venues.numbers import decimal_to_fixed_positive, ms_to_ns
 from feeds.venues.rest import RestError, fetch
-from feeds.venues.exchange_settings import base_url, clean_exchange_settings
 
 NAME = "upstox"
 WS_BASE_URL = "wss://api.upstox.com"  # informational: the authorize call names the server
@@ -66,6 +74,7 @@ TokenProvider = Callable[[], Awaitable[str]]
 
 
 # --- pure parse -------------------------------------------------------------------------
+
 
 def _price(value: float) -> int:
     # repr() is the shortest decimal that round-trips the double: the venue's price.
@@ -160,12 +169,21 @@ def _best_quote(key: str, quote: pb.Quote, current_ts_ms: int, received_ns: int)
         return []  # one side empty (pre-open, circuit limit): no best quote to report
     bid_size, ask_size = _quantity(quote.bidQ, "bid quantity"), _quantity(quote.askQ, "ask quantity")
     # BookTicker(symbol, bid_price, bid_size, ask_price, ask_size, ts_event, ts_recv), positional.
-    return [make_book_ticker(
-        key, _price(bid), bid_size, _price(ask), ask_size, ms_to_ns(current_ts_ms), received_ns,
-    )]
+    return [
+        make_book_ticker(
+            key,
+            _price(bid),
+            bid_size,
+            _price(ask),
+            ask_size,
+            ms_to_ns(current_ts_ms),
+            received_ns,
+        )
+    ]
 
 
 # --- per-stream state -------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _LastTrade:
@@ -202,14 +220,17 @@ class UpstoxStreamState:
             current = _LastTrade(event.ts_event, event.price, event.volume, event.cumulative_volume)
             if current.cumulative_volume is None:
                 if previous is not None and (previous.ts_event, previous.price, previous.volume) == (
-                    current.ts_event, current.price, current.volume
+                    current.ts_event,
+                    current.price,
+                    current.volume,
                 ):
                     continue
                 self._last[event.symbol] = current
                 out.append(event)
                 continue
             if previous is not None and (previous.ts_event, previous.cumulative_volume) == (
-                current.ts_event, current.cumulative_volume
+                current.ts_event,
+                current.cumulative_volume,
             ):
                 continue
             self._last[event.symbol] = current
@@ -230,6 +251,7 @@ class UpstoxStreamState:
 
 # --- endpoints and subscriptions --------------------------------------------------------
 
+
 class AuthorizeData(msgspec.Struct, frozen=True):
     authorized_redirect_uri: str
 
@@ -244,7 +266,8 @@ _decode_authorize = msgspec.json.Decoder(AuthorizeResponse).decode
 
 def authorize_request(token: str, *, rest_url: str = REST_BASE_URL) -> HttpRequest:
     return HttpRequest(
-        "GET", f"{rest_url.rstrip('/')}{AUTHORIZE_PATH}",
+        "GET",
+        f"{rest_url.rstrip('/')}{AUTHORIZE_PATH}",
         headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
     )
 
@@ -301,6 +324,7 @@ def is_invalid_token(error: RestError) -> bool:
 
 # --- REST -------------------------------------------------------------------------------
 
+
 class UpstoxInstrument(msgspec.Struct, frozen=True):
     instrument_key: str
     tick_size: Decimal | None = None  # in paise: 5.0 means 0.05 rupees
@@ -329,11 +353,13 @@ def parse_instruments(body: bytes) -> list[InstrumentMeta]:
                 decimal_to_fixed_positive(tick)
             if row.lot_size is not None:
                 decimal_to_fixed_positive(row.lot_size)
-            instruments.append(InstrumentMeta(
-                venue_symbol=row.instrument_key,
-                tick_size=None if tick is None else format(tick.normalize(), "f"),
-                lot_size=None if row.lot_size is None else format(row.lot_size.normalize(), "f"),
-            ))
+            instruments.append(
+                InstrumentMeta(
+                    venue_symbol=row.instrument_key,
+                    tick_size=None if tick is None else format(tick.normalize(), "f"),
+                    lot_size=None if row.lot_size is None else format(row.lot_size.normalize(), "f"),
+                )
+            )
         return instruments
     except (OSError, EOFError) as exc:  # a corrupt gzip stream
         raise ParseError("gzip", str(exc)) from None
@@ -342,6 +368,7 @@ def parse_instruments(body: bytes) -> list[InstrumentMeta]:
 
 
 # --- the venue --------------------------------------------------------------------------
+
 
 class UpstoxVenue(ExchangeVenueCommon):
     name = NAME
@@ -372,7 +399,6 @@ class UpstoxVenue(ExchangeVenueCommon):
             raise ValidationError({"mode": [f"mode must be one of {', '.join(MODES)}"]})
         return cleaned
 
-
     # The module's pure function itself, so the hot path pays no extra call.
     parse = staticmethod(parse)
 
@@ -380,7 +406,10 @@ class UpstoxVenue(ExchangeVenueCommon):
         return UpstoxStreamState()
 
     async def endpoints(
-        self, symbols: Sequence[str], channels: Collection[str], settings: Mapping[str, object],
+        self,
+        symbols: Sequence[str],
+        channels: Collection[str],
+        settings: Mapping[str, object],
     ) -> list[Endpoint]:
         """Authorize (the URL works once) and return the connection with its subscribe frame."""
         unknown = set(channels) - CHANNELS
@@ -401,11 +430,13 @@ class UpstoxVenue(ExchangeVenueCommon):
                     await self._token_source.invalidate(access.fingerprint, INVALID_TOKEN_CODE)
                 raise
         mode = str(settings.get("mode", "full"))
-        return [Endpoint(
-            url=parse_authorize(body),
-            subscribe=(subscribe_message(symbols, mode),),
-            streams=tuple(symbols),
-        )]
+        return [
+            Endpoint(
+                url=parse_authorize(body),
+                subscribe=(subscribe_message(symbols, mode),),
+                streams=tuple(symbols),
+            )
+        ]
 
     def ping_message(self, counter: int) -> WireMessage | None:
         return None

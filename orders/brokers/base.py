@@ -6,10 +6,12 @@ Errors tell apart what is known from what is not: BrokerRejected means the order
 certainly does not exist; BrokerUnavailable means the outcome is unknown, and a
 timeout never turns unknown into "rejected" (reconciliation asks the broker later).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from orders.models.lifecycle import OrderStatus
 

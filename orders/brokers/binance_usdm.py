@@ -9,14 +9,16 @@ The sandbox switch is ccxt's demo trading (futures testnet is retired in ccxt);
 Binance errors used: -2013 order does not exist, -2011 unknown order (cancel),
 -4116 client order id duplicated; 5xx and timeouts leave the outcome unknown.
 """
+
 from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from feeds.market import parse_fixed
 from core.fixed_point import fixed_to_str
+from feeds.market import parse_fixed
 from orders.brokers.base import (
     BrokerFill,
     BrokerOrder,
@@ -155,7 +157,9 @@ class BinanceUsdmBroker:
         )
 
     async def fetch_order(self, *, client_order_id: str, symbol: str) -> BrokerOrder:
-        return parse_order(await self._call("fapiPrivateGetOrder", {"symbol": symbol, "origClientOrderId": client_order_id}))
+        return parse_order(
+            await self._call("fapiPrivateGetOrder", {"symbol": symbol, "origClientOrderId": client_order_id})
+        )
 
     async def open_orders(self, *, symbols: Sequence[str]) -> list[BrokerOrder]:
         # Without a symbol the call covers every symbol (weight 40): one call per pass.
@@ -195,9 +199,17 @@ def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
 
 
 # One exchange key serves both modes: sandbox is ccxt's demo trading on the same key.
-KIND = register_broker(BrokerKind(
-    BinanceUsdmBroker.name, "Binance USD-M",
-    settings=("ORDERS_BINANCE_API_KEY", "ORDERS_BINANCE_API_SECRET", "ORDERS_BINANCE_FAPI_URL", "ORDERS_BROKER_TIMEOUT_S"),
-    required=("ORDERS_BINANCE_API_KEY",),
-    factories=_factories,
-))
+KIND = register_broker(
+    BrokerKind(
+        BinanceUsdmBroker.name,
+        "Binance USD-M",
+        settings=(
+            "ORDERS_BINANCE_API_KEY",
+            "ORDERS_BINANCE_API_SECRET",
+            "ORDERS_BINANCE_FAPI_URL",
+            "ORDERS_BROKER_TIMEOUT_S",
+        ),
+        required=("ORDERS_BINANCE_API_KEY",),
+        factories=_factories,
+    )
+)

@@ -10,10 +10,12 @@ through a callable, so a new kind needs no migration, and
 
 This module imports nothing of the orders app: the Account model imports it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from django.conf import settings as django_settings
 
@@ -69,7 +71,9 @@ def broker_kind(name: str) -> BrokerKind:
 
 def broker_choices() -> list[tuple[str, str]]:
     """The Account.broker choices: paper (the default) first, then by name."""
-    return [(kind.name, kind.label) for kind in sorted(BROKERS.values(), key=lambda kind: (kind.name != PAPER, kind.name))]
+    return [
+        (kind.name, kind.label) for kind in sorted(BROKERS.values(), key=lambda kind: (kind.name != PAPER, kind.name))
+    ]
 
 
 def configured_factories(kind: BrokerKind, *, auth_state: Any = None) -> dict[tuple[str, str], BrokerFactory]:

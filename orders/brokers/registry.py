@@ -4,10 +4,11 @@ One broker object per (venue, mode) is shared by the accounts on it (one
 exchange key, many profiles, isolated by client-id prefix and per-account ledgers);
 the paper broker keeps one book per account.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from orders.brokers.base import Broker
 from orders.brokers.kinds import PAPER

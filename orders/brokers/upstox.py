@@ -16,12 +16,14 @@ as an unknown outcome.
 Our client order id travels in `tag`; Upstox does not refuse a repeated tag, so a
 retry is never sent blindly: reconciliation looks the tag up in the order book first.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 import httpx
 import msgspec
@@ -141,7 +143,9 @@ class UpstoxBroker:
             self._client = httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport)
         return self._client
 
-    async def _request(self, method: str, url: str, *, json_body: bytes | None = None, params: dict[str, str] | None = None) -> Any:
+    async def _request(
+        self, method: str, url: str, *, json_body: bytes | None = None, params: dict[str, str] | None = None
+    ) -> Any:
         try:
             token = await self._tokens.await_valid_token()
         except TokenError as exc:
@@ -210,7 +214,11 @@ class UpstoxBroker:
         raise OrderNotFound(client_order_id)
 
     async def open_orders(self, *, symbols: Sequence[str]) -> list[BrokerOrder]:
-        return [order for order in await self._order_book() if order.status in (OrderStatus.SUBMITTED, OrderStatus.PARTIALLY_FILLED)]
+        return [
+            order
+            for order in await self._order_book()
+            if order.status in (OrderStatus.SUBMITTED, OrderStatus.PARTIALLY_FILLED)
+        ]
 
     async def fills(self, *, symbols: Sequence[str], since_ns: int) -> list[BrokerFill]:
         if self._sandbox:
@@ -260,11 +268,17 @@ def _factories(setup: BrokerSetup) -> dict[str, BrokerFactory]:
 
 
 # Configured by tokens, not settings: a process without recovery's token state has none.
-KIND = register_broker(BrokerKind(
-    UpstoxBroker.name, "Upstox",
-    settings=(
-        "ORDERS_UPSTOX_ORDER_URL", "ORDERS_UPSTOX_SANDBOX_URL", "ORDERS_UPSTOX_API_URL", "ORDERS_UPSTOX_PRODUCT",
-        "ORDERS_BROKER_TIMEOUT_S",
-    ),
-    factories=_factories,
-))
+KIND = register_broker(
+    BrokerKind(
+        UpstoxBroker.name,
+        "Upstox",
+        settings=(
+            "ORDERS_UPSTOX_ORDER_URL",
+            "ORDERS_UPSTOX_SANDBOX_URL",
+            "ORDERS_UPSTOX_API_URL",
+            "ORDERS_UPSTOX_PRODUCT",
+            "ORDERS_BROKER_TIMEOUT_S",
+        ),
+        factories=_factories,
+    )
+)

@@ -5,6 +5,7 @@ core.fixed_point.SCALE (value times 10**12, core.fixed_point_field), as in the t
 table: SQLite keeps only 15 significant digits of a DecimalField and sums it as float,
 and a ledger must add up exactly on both databases.
 """
+
 from orders.models.accounts import Account, Reversal, TradeMode, TradeSetting
 from orders.models.audit import AuditEvent
 from orders.models.ledger import CapitalLedger, LedgerEntry

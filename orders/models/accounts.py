@@ -1,4 +1,5 @@
 """Trading accounts and the settings that let a strategy trade on one."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -8,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from orders.brokers.kinds import PAPER, broker_choices
 from core.fixed_point_field import stored_exactly
+from orders.brokers.kinds import PAPER, broker_choices
 
 
 class TradeMode(models.TextChoices):

@@ -1,4 +1,5 @@
 """An append-only audit trail of what the trading side did and why."""
+
 from __future__ import annotations
 
 from django.db import models

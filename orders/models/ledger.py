@@ -5,6 +5,7 @@ Only orders.ledger changes these rows; every change writes one LedgerEntry whose
 sum, over the journal, to the ledger's fields. CHECK constraints keep every reservation
 non-negative and `available` never below zero, whatever code path writes.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -12,8 +13,8 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import F, Q
 
-from feeds.market import fixed_to_decimal
 from core.fixed_point_field import FixedPointField
+from feeds.market import fixed_to_decimal
 
 
 class CapitalLedger(models.Model):

@@ -6,6 +6,7 @@ asking the broker for that client order id. An Order exists only once the broker
 confirmed it (no lifecycle without a confirmed exchange order). Numbers are
 fixed point (value x core.fixed_point.SCALE).
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -13,8 +14,8 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import F, Q
 
-from feeds.market import fixed_to_decimal
 from core.fixed_point_field import FixedPointField
+from feeds.market import fixed_to_decimal
 
 
 class OrderSide(models.TextChoices):

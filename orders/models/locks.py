@@ -1,4 +1,5 @@
 """Row leases that serialize entries per account and instrument across processes."""
+
 from __future__ import annotations
 
 from django.db import models

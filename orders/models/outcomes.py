@@ -5,6 +5,7 @@ setting) has one row with no account. The row is written by the trade executor a
 decides, and updated when a later step settles it (a reversal entry placed once the
 exit filled, an unknown broker outcome resolved by reconciliation).
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -44,11 +45,15 @@ NOT_SETTLED = frozenset({Outcome.IN_FLIGHT, Outcome.WAITING_FOR_EXIT, Outcome.UN
 class SignalOutcome(models.Model):
     """The one recorded outcome of a signal on an account."""
 
-    signal_key = models.CharField(max_length=255, help_text="The signal's identity (strategy, feed, symbol, kind, time, output).")
+    signal_key = models.CharField(
+        max_length=255, help_text="The signal's identity (strategy, feed, symbol, kind, time, output)."
+    )
     account = models.ForeignKey(
         "orders.Account", null=True, blank=True, on_delete=models.CASCADE, related_name="signal_outcomes"
     )
-    strategy = models.ForeignKey("processor.Strategy", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    strategy = models.ForeignKey(
+        "processor.Strategy", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     strategy_name = models.CharField(max_length=60)
     feed = models.CharField(max_length=50)
     symbol = models.CharField(max_length=120)
@@ -67,7 +72,9 @@ class SignalOutcome(models.Model):
         indexes = [models.Index(fields=["account", "-created_at"], name="outcome_account_time")]
         constraints = [
             models.UniqueConstraint(
-                fields=["signal_key", "account"], condition=Q(account__isnull=False), name="outcome_one_per_signal_account"
+                fields=["signal_key", "account"],
+                condition=Q(account__isnull=False),
+                name="outcome_one_per_signal_account",
             ),
             models.UniqueConstraint(
                 fields=["signal_key"], condition=Q(account__isnull=True), name="outcome_one_per_unrouted_signal"

@@ -5,10 +5,10 @@ restart of the runtime (reconciliation must find its orders and fills, as with a
 venue) and so that every process of a scale-out deployment sees one exchange. The
 site's Order/Fill tables are never read by it. Numbers are fixed point (value x core.fixed_point.SCALE).
 """
+
 from __future__ import annotations
 
 from django.db import models
-
 from django.db.models import Q
 
 from core.fixed_point_field import FixedPointField

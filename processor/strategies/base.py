@@ -5,15 +5,17 @@ attributes and is registered with `@register_strategy` (processor.strategies.reg
 its params were validated by that form before it is built. One instance holds the
 state of one strategy on one instrument and is driven by exactly one StrategyExecution.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from django import forms
 
-from feeds.market import MarketData
 from core.fixed_point import fixed_to_str
+from feeds.market import MarketData
 from processor.outputs import OutputRow
 from processor.signals import Position, SignalKind
 
@@ -76,4 +78,3 @@ class StrategyLogic(ABC):
         if cls.fixed_point_outputs:
             return {name: fixed_to_str(value) for name, value in zip(cls.output_names, values)}
         return dict(zip(cls.output_names, values))
-

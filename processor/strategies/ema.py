@@ -8,14 +8,16 @@ happen before the bucket rolls over. No signal until `slow` buckets have closed.
 Desired position: LONG when fast > slow, SHORT when fast < slow (FLAT when
 long_only), unchanged when equal; a change exits the old position first.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django import forms
 
-from feeds.market import MarketData
 from core.fixed_point import SCALE
+from feeds.market import MarketData
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
 from processor.strategies.base import SignalRow, StrategyLogic

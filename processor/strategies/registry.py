@@ -5,10 +5,12 @@ A kind is a StrategyLogic subclass that declares its facts on itself (`kind`, it
 `@register_strategy`. The model's choices, the admin's per-parameter errors, the
 live processor and `manage.py backtest` all look kinds up here and nowhere else.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -65,17 +67,16 @@ def clean_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
     form_class = cls.params_form
     unknown = set(params) - set(form_class.base_fields)
     form = form_class(data=params)
-    errors: dict[str, list[str]] = {} if form.is_valid() else {
-        name: [str(message) for message in messages] for name, messages in form.errors.items()
-    }
+    errors: dict[str, list[str]] = (
+        {}
+        if form.is_valid()
+        else {name: [str(message) for message in messages] for name, messages in form.errors.items()}
+    )
     if unknown:
         errors["__all__"] = [f"unknown params {sorted(unknown)}; allowed: {sorted(form_class.base_fields)}"]
     if errors:
         raise ValidationError(errors)
-    return {
-        name: str(value) if isinstance(value, Decimal) else value
-        for name, value in form.cleaned_data.items()
-    }
+    return {name: str(value) if isinstance(value, Decimal) else value for name, value in form.cleaned_data.items()}
 
 
 def output_json_values(output: StrategyOutput) -> dict[str, Any]:

@@ -12,11 +12,13 @@ position (held from before a restart) is treated as entered at the last bar clos
 before adoption, its real entry bar being unknown: it ends at an opposite breakout or
 at the `hold_bars`-th bar close after adoption.
 """
+
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from django import forms
 

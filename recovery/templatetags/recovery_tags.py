@@ -1,4 +1,5 @@
 """`{% recovery_prompts %}`: the user's open auth prompts, for the dashboard."""
+
 from __future__ import annotations
 
 from typing import Any

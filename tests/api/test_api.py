@@ -1,11 +1,11 @@
 """/api/: read-only, session or token, every list scoped to the caller's accounts."""
+
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 
 import pytest
-from channels.db import database_sync_to_async
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -55,11 +55,23 @@ def traders() -> tuple[Trader, Trader]:
     for name in ("alice", "bob"):
         setup = make_setup(username=name, instrument=instrument)
         StrategySignal.objects.create(
-            strategy=setup.strategy, strategy_name=setup.strategy.name, feed="sim", symbol="BTCUSDT", kind="ENTRY_LONG",
-            price_fixed=parse_fixed("50000"), emitted_at="2026-11-30T00:00:00Z", occurrence_ns=1, output_id=f"{name}-out",
+            strategy=setup.strategy,
+            strategy_name=setup.strategy.name,
+            feed="sim",
+            symbol="BTCUSDT",
+            kind="ENTRY_LONG",
+            price_fixed=parse_fixed("50000"),
+            emitted_at="2026-11-30T00:00:00Z",
+            occurrence_ns=1,
+            output_id=f"{name}-out",
         )
-        AuthPrompt.objects.create(recovery_key=f"https://broker.example/login?{name}", broker="upstox", kind="oauth",
-                                  owner=setup.account.owner, message=f"log in, {name}")
+        AuthPrompt.objects.create(
+            recovery_key=f"https://broker.example/login?{name}",
+            broker="upstox",
+            kind="oauth",
+            owner=setup.account.owner,
+            message=f"log in, {name}",
+        )
         client = Client()
         client.force_login(setup.account.owner)
         made.append(Trader(setup, client, Token.objects.create(user=setup.account.owner).key))
@@ -101,7 +113,10 @@ def test_numbers_are_exact_decimal_strings_and_the_ledger_adds_up(traders: tuple
 
     figures = {key: Decimal(value) for key, value in ledger.items()}
     assert figures["available"] == (
-        figures["allocated_capital"] - figures["reserved_for_orders"] - figures["reserved_for_positions"] + figures["realized_pnl"]
+        figures["allocated_capital"]
+        - figures["reserved_for_orders"]
+        - figures["reserved_for_positions"]
+        + figures["realized_pnl"]
     )
     (order,) = alice.client.get("/api/orders/").json()["results"]
     assert (order["status"], order["quantity"], order["filled_quantity"]) == ("FILLED", "0.01", "0.01")
@@ -113,10 +128,14 @@ def test_numbers_are_exact_decimal_strings_and_the_ledger_adds_up(traders: tuple
 
 def test_lists_filter_by_query_parameters(traders: tuple[Trader, Trader]) -> None:
     alice, _ = traders
-    assert ids(alice.client, "orders", "?status=FILLED") == set(Order.objects.filter(account=alice.setup.account).values_list("id", flat=True))
+    assert ids(alice.client, "orders", "?status=FILLED") == set(
+        Order.objects.filter(account=alice.setup.account).values_list("id", flat=True)
+    )
     assert ids(alice.client, "orders", "?status=CANCELED") == set()
     assert ids(alice.client, "positions", "?state=CLOSED") == set()
-    assert ids(alice.client, "fills") == set(Fill.objects.filter(account=alice.setup.account).values_list("id", flat=True))
+    assert ids(alice.client, "fills") == set(
+        Fill.objects.filter(account=alice.setup.account).values_list("id", flat=True)
+    )
     assert Position.objects.count() == 2
 
 
@@ -142,10 +161,16 @@ def test_the_openapi_schema_documents_every_resource(traders: tuple[Trader, Trad
     assert "/api/accounts/{id}/journal/" in paths
 
 
-@pytest.mark.parametrize("path", [
-    "/api/signals/?strategy=abc", "/api/signals/?strategy=99999999999999999999999", "/api/orders/?account=1.5",
-    "/api/fills/?order=x", "/api/positions/?account=-99999999999999999999",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/signals/?strategy=abc",
+        "/api/signals/?strategy=99999999999999999999999",
+        "/api/orders/?account=1.5",
+        "/api/fills/?order=x",
+        "/api/positions/?account=-99999999999999999999",
+    ],
+)
 def test_a_filter_value_its_field_cannot_hold_is_a_400_naming_the_parameter(path: str) -> None:
     client = Client()
     client.force_login(make_setup(username="carol").account.owner)

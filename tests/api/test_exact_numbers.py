@@ -1,6 +1,7 @@
 """A price of 0.000000000012 keeps every digit on its way: parsed from the venue's frame,
 folded by the processor into a signal, recorded as a tick, traded on the paper broker,
 booked in the ledger, and shown by the API and the dashboard as that decimal string."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,17 @@ QUANTITY = "1000000"
 
 
 def _frame(price: str, quantity: str, trade_id: int) -> bytes:
-    return orjson.dumps({"e": "trade", "s": "PEPEUSDT", "t": trade_id, "p": price, "q": quantity,
-                         "T": time.time_ns() // 1_000_000, "m": False})
+    return orjson.dumps(
+        {
+            "e": "trade",
+            "s": "PEPEUSDT",
+            "t": trade_id,
+            "p": price,
+            "q": quantity,
+            "T": time.time_ns() // 1_000_000,
+            "m": False,
+        }
+    )
 
 
 def _pepe() -> Instrument:
@@ -60,7 +70,9 @@ async def _fold_and_trade(setup, tick: MarketData) -> None:  # type: ignore[no-u
     await turn()
     [signal] = sink.signal_log
     assert (signal.kind, signal.price) == (SignalKind.ENTRY_LONG, parse_fixed(PRICE))
-    await database_sync_to_async(strategy_events_persist)(signals=list(zip(sink.signal_log, sink.signal_outputs)), outputs=[])
+    await database_sync_to_async(strategy_events_persist)(
+        signals=list(zip(sink.signal_log, sink.signal_outputs)), outputs=[]
+    )
 
     matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
     registry = BrokerRegistry(on_paper_place=matcher.order_placed)
@@ -81,7 +93,9 @@ def test_a_twelve_place_price_is_exact_from_the_frame_to_the_api_and_the_dashboa
     assert (tick.price, tick.volume) == (parse_fixed(PRICE), parse_fixed(QUANTITY)) == (12, 10**18)
 
     # Recorder: the database's own writer (bulk insert on SQLite, COPY on PostgreSQL).
-    writer_for_database().write([(instrument.pk, tick.ts_event, tick.ts_recv, tick.price, tick.volume, None, "1", "buy")], [])
+    writer_for_database().write(
+        [(instrument.pk, tick.ts_event, tick.ts_recv, tick.price, tick.volume, None, "1", "buy")], []
+    )
     assert Tick.objects.values_list("price", "volume").get() == (12, 10**18)
 
     # Processor, signal store, executor, paper fill.
@@ -106,7 +120,10 @@ def test_a_twelve_place_price_is_exact_from_the_frame_to_the_api_and_the_dashboa
     (api_position,) = client.get("/api/positions/").json()["results"]
     assert api_position["cost"] == "0.000012"
     (account,) = client.get("/api/accounts/").json()["results"]
-    assert (account["ledger"]["reserved_for_positions"], account["ledger"]["realized_pnl"]) == ("0.000012", "-0.0000000048")
+    assert (account["ledger"]["reserved_for_positions"], account["ledger"]["realized_pnl"]) == (
+        "0.000012",
+        "-0.0000000048",
+    )
 
     signals_panel = client.get("/dashboard/panels/signals/").content.decode()
     assert f">{PRICE}<" in signals_panel
@@ -130,8 +147,9 @@ def test_a_capital_or_quantity_the_database_would_round_is_refused_by_validation
     from orders.models import Account
 
     setup = make_setup()
-    account = Account(owner=setup.account.owner, name="wide", broker="paper",
-                      allocated_capital=Decimal("1000000.000000000001"))  # 19 significant digits
+    account = Account(
+        owner=setup.account.owner, name="wide", broker="paper", allocated_capital=Decimal("1000000.000000000001")
+    )  # 19 significant digits
     setting = setup.setting
     setting.quantity = Decimal("1234.000000000001")
     if connection.vendor == "sqlite":  # a decimal column there keeps 15 significant digits

@@ -1,4 +1,5 @@
 """/api/signals/: each signal carries what became of it on each of the caller's accounts."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,14 +13,12 @@ from django.test import Client
 
 from orders.models import Outcome, TradeSetting
 from orders.outcomes import signal_outcome_record
-from processor.models import Strategy, StrategySignal
-from processor.signals import Signal, SignalKind
+from processor.models import Strategy
+from processor.signals import SignalKind
 from tests.orders.factories import Setup, logged_in, make_instrument, make_setup, make_signal, make_strategy
 from tests.orders.factories import stored_signal as stored
 
 pytestmark = pytest.mark.django_db
-
-
 
 
 @dataclass
@@ -51,16 +50,24 @@ def signals_of(client: Client, query: str = "") -> dict[str, dict]:
 def test_a_signal_lists_its_outcome_on_each_of_the_callers_accounts_only(shared: Shared) -> None:
     entry = make_signal(shared.strategy, SignalKind.ENTRY_LONG)
     stored(entry)
-    signal_outcome_record(signal=entry, account_id=shared.alice.account.pk, outcome=Outcome.PLACED,
-                          client_order_id="ts-1-abc")
-    signal_outcome_record(signal=entry, account_id=shared.bob.account.pk, outcome=Outcome.HALTED,
-                          reason="account kill switch engaged: lunch")
+    signal_outcome_record(
+        signal=entry, account_id=shared.alice.account.pk, outcome=Outcome.PLACED, client_order_id="ts-1-abc"
+    )
+    signal_outcome_record(
+        signal=entry,
+        account_id=shared.bob.account.pk,
+        outcome=Outcome.HALTED,
+        reason="account kill switch engaged: lunch",
+    )
 
     (alice_row,) = signals_of(logged_in(shared.alice)).values()
     (outcome,) = alice_row["outcomes"]
     assert outcome["account"] == shared.alice.account.pk
     assert (outcome["outcome"], outcome["outcome_label"], outcome["client_order_id"], outcome["traded"]) == (
-        "placed", "Traded", "ts-1-abc", True,
+        "placed",
+        "Traded",
+        "ts-1-abc",
+        True,
     )
     assert outcome["decided_at"]
     assert alice_row["traded"] is True
@@ -68,7 +75,11 @@ def test_a_signal_lists_its_outcome_on_each_of_the_callers_accounts_only(shared:
     (bob_row,) = signals_of(logged_in(shared.bob)).values()
     (outcome,) = bob_row["outcomes"]
     assert outcome["account"] == shared.bob.account.pk
-    assert (outcome["outcome"], outcome["reason"], outcome["traded"]) == ("halted", "account kill switch engaged: lunch", False)
+    assert (outcome["outcome"], outcome["reason"], outcome["traded"]) == (
+        "halted",
+        "account kill switch engaged: lunch",
+        False,
+    )
     assert bob_row["traded"] is False
     # Carol's accounts do not trade the strategy: she sees neither the signal nor its outcomes.
     assert signals_of(logged_in(shared.carol)) == {}
@@ -84,7 +95,9 @@ def test_a_signal_that_reached_no_account_shows_its_outcome_to_everyone_who_sees
 
     for setup in (shared.alice, shared.bob):
         (row,) = signals_of(logged_in(setup)).values()
-        assert [(o["account"], o["outcome"], o["traded"]) for o in row["outcomes"]] == [(None, "no_trade_setting", False)]
+        assert [(o["account"], o["outcome"], o["traded"]) for o in row["outcomes"]] == [
+            (None, "no_trade_setting", False)
+        ]
         assert row["traded"] is False
     assert signals_of(logged_in(shared.carol)) == {}
 
@@ -111,12 +124,19 @@ def test_a_signal_without_a_recorded_outcome_lists_none(shared: Shared) -> None:
 
 
 def test_signals_filter_by_the_callers_outcome(shared: Shared) -> None:
-    traded, halted = make_signal(shared.strategy, SignalKind.ENTRY_LONG), make_signal(shared.strategy, SignalKind.ENTRY_LONG)
+    traded, halted = (
+        make_signal(shared.strategy, SignalKind.ENTRY_LONG),
+        make_signal(shared.strategy, SignalKind.ENTRY_LONG),
+    )
     stored(traded), stored(halted)
-    signal_outcome_record(signal=traded, account_id=shared.alice.account.pk, outcome=Outcome.PLACED, client_order_id="ts-1-a")
+    signal_outcome_record(
+        signal=traded, account_id=shared.alice.account.pk, outcome=Outcome.PLACED, client_order_id="ts-1-a"
+    )
     signal_outcome_record(signal=halted, account_id=shared.alice.account.pk, outcome=Outcome.HALTED)
     # Bob's outcome on the halted signal is placed: it must not make alice's filter match it.
-    signal_outcome_record(signal=halted, account_id=shared.bob.account.pk, outcome=Outcome.PLACED, client_order_id="ts-2-b")
+    signal_outcome_record(
+        signal=halted, account_id=shared.bob.account.pk, outcome=Outcome.PLACED, client_order_id="ts-2-b"
+    )
 
     alice = logged_in(shared.alice)
     assert set(signals_of(alice, "?outcome=placed")) == {traded.output_id}
@@ -133,15 +153,21 @@ def test_an_unknown_outcome_filter_is_a_400_naming_the_field(shared: Shared, val
     assert "outcome" in response.json()
 
 
-def test_listing_signals_costs_the_same_queries_for_one_signal_or_many(shared: Shared, django_assert_num_queries) -> None:
+def test_listing_signals_costs_the_same_queries_for_one_signal_or_many(
+    shared: Shared, django_assert_num_queries
+) -> None:
     alice = logged_in(shared.alice)
 
     def record(n: int) -> None:
         for _ in range(n):
             signal = make_signal(shared.strategy, SignalKind.ENTRY_LONG)
             stored(signal)
-            signal_outcome_record(signal=signal, account_id=shared.alice.account.pk, outcome=Outcome.PLACED,
-                                  client_order_id=f"ts-{signal.output_id}")
+            signal_outcome_record(
+                signal=signal,
+                account_id=shared.alice.account.pk,
+                outcome=Outcome.PLACED,
+                client_order_id=f"ts-{signal.output_id}",
+            )
             signal_outcome_record(signal=signal, account_id=shared.bob.account.pk, outcome=Outcome.HALTED)
 
     record(1)
@@ -168,5 +194,6 @@ def test_the_schema_documents_signal_outcomes_and_the_filter(shared: Shared) -> 
 
 
 def test_the_schema_is_valid_openapi_without_warnings() -> None:
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null", stdout=StringIO(), stderr=StringIO())
-
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null", stdout=StringIO(), stderr=StringIO()
+    )

@@ -1,4 +1,5 @@
 """Component health moved from the site's app to core: a database that has the table keeps its rows."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Reported component health drives /readyz and /internal/health; stale reports count."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -61,7 +62,8 @@ def test_internal_health_lists_components_with_the_worst_status(client: Client) 
     body = client.get("/internal/health").json()
     assert body["status"] == "DEGRADED" and body["ready"] is True
     assert [(c["component"], c["status"], c["reason"]) for c in body["components"]] == [
-        ("feed:a", "DEGRADED", "lagging"), ("runtime:site", "HEALTHY", ""),
+        ("feed:a", "DEGRADED", "lagging"),
+        ("runtime:site", "HEALTHY", ""),
     ]
 
 

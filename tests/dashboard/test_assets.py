@@ -1,4 +1,5 @@
 """The chart library comes from npm; a missing file is a named system-check error."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """The browser's live mark-to-market uses the server's scale and rounding: its fixed-point
 helpers in static/dashboard.js, run in node, agree with feeds.market and orders.money."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from feeds.market import parse_fixed
 from core.fixed_point import fixed_to_str
+from feeds.market import parse_fixed
 from orders.money import notional
 
 SCRIPT = Path(__file__).resolve().parents[2] / "static" / "dashboard.js"
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node
 
 def run_helpers(cases: list[list[str]]) -> list[dict[str, str]]:
     source = SCRIPT.read_text()
-    helpers = source[source.index(START):source.index(END)]
-    program = helpers + f"""
+    helpers = source[source.index(START) : source.index(END)]
+    program = (
+        helpers
+        + f"""
 const out = {json.dumps(cases)}.map(([q, p, m]) => ({{
   parsed: toFixed(p).toString(),
   text: fixedToText(toFixed(p)),
@@ -30,6 +33,7 @@ const out = {json.dumps(cases)}.map(([q, p, m]) => ({{
 }}));
 console.log(JSON.stringify(out));
 """
+    )
     result = subprocess.run(["node", "-e", program], capture_output=True, text=True, timeout=60, check=True)
     return json.loads(result.stdout)
 

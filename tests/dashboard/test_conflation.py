@@ -1,4 +1,5 @@
 """The per-browser outbox: conflated, ordered where it must be, bounded, acknowledged."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,17 +12,34 @@ def price(symbol: str, value: str) -> dict[str, Any]:
 
 
 def output(strategy_id: int, symbol: str, fast: float) -> dict[str, Any]:
-    return {"strategy_id": strategy_id, "strategy": f"s{strategy_id}", "feed": "sim", "symbol": symbol,
-            "venue_symbol": symbol, "time_ms": 0, "occurrence_time_ms": 0, "values": {"fast": fast}}
+    return {
+        "strategy_id": strategy_id,
+        "strategy": f"s{strategy_id}",
+        "feed": "sim",
+        "symbol": symbol,
+        "venue_symbol": symbol,
+        "time_ms": 0,
+        "occurrence_time_ms": 0,
+        "values": {"fast": fast},
+    }
 
 
 def signal(strategy_id: int, output_id: str) -> dict[str, Any]:
-    return {"strategy_id": strategy_id, "strategy": f"s{strategy_id}", "feed": "sim", "symbol": "BTC", "kind": "ENTRY_LONG",
-            "price": "1", "output_id": output_id}
+    return {
+        "strategy_id": strategy_id,
+        "strategy": f"s{strategy_id}",
+        "feed": "sim",
+        "symbol": "BTC",
+        "kind": "ENTRY_LONG",
+        "price": "1",
+        "output_id": output_id,
+    }
 
 
 def outbox(**options: Any) -> BrowserOutbox:
-    return BrowserOutbox(interval_s=options.pop("interval_s", 0.25), max_unacked=options.pop("max_unacked", 3), **options)
+    return BrowserOutbox(
+        interval_s=options.pop("interval_s", 0.25), max_unacked=options.pop("max_unacked", 3), **options
+    )
 
 
 def test_many_price_pushes_become_one_row_per_instrument_per_interval() -> None:

@@ -1,4 +1,5 @@
 """Controls: confirmed, permission-checked, audited; kill switches stop new entries."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -46,7 +47,12 @@ def test_staff_disable_a_strategy_and_the_change_is_audited(strategy: Strategy) 
     strategy.refresh_from_db()
     assert not strategy.enabled
     audit = ControlAudit.objects.get()
-    assert (audit.actor_name, audit.action, audit.target, audit.reason) == ("ops", ControlAction.STRATEGY_DISABLE, "strategy ema-x", "drawdown")
+    assert (audit.actor_name, audit.action, audit.target, audit.reason) == (
+        "ops",
+        ControlAction.STRATEGY_DISABLE,
+        "strategy ema-x",
+        "drawdown",
+    )
     assert (audit.before, audit.after) == ({"enabled": True}, {"enabled": False})
 
 
@@ -63,8 +69,14 @@ def test_a_user_switches_their_own_trade_setting_but_never_anothers(strategy: St
     _, bob_account = login("bob")
     mine = TradeSetting.objects.create(strategy=strategy, account=alice_account, quantity=Decimal("1"))
     theirs = TradeSetting.objects.create(strategy=strategy, account=bob_account, quantity=Decimal("1"))
-    assert alice.post(f"/controls/trade-settings/{mine.pk}/", {"enabled": "0", "confirm": "yes"}, **JSON).status_code == 200
-    assert alice.post(f"/controls/trade-settings/{theirs.pk}/", {"enabled": "0", "confirm": "yes"}, **JSON).status_code == 404
+    assert (
+        alice.post(f"/controls/trade-settings/{mine.pk}/", {"enabled": "0", "confirm": "yes"}, **JSON).status_code
+        == 200
+    )
+    assert (
+        alice.post(f"/controls/trade-settings/{theirs.pk}/", {"enabled": "0", "confirm": "yes"}, **JSON).status_code
+        == 404
+    )
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert not mine.enabled and theirs.enabled
@@ -75,16 +87,22 @@ def test_an_account_kill_switch_halts_entries_on_that_account_only() -> None:
     alice, alice_account = login("alice")
     _, bob_account = login("bob")
     response = alice.post(
-        f"/controls/kill-switch/{alice_account.pk}/", {"engaged": "1", "confirm": "yes", "reason": "going to lunch"}, **JSON
+        f"/controls/kill-switch/{alice_account.pk}/",
+        {"engaged": "1", "confirm": "yes", "reason": "going to lunch"},
+        **JSON,
     )
     assert response.status_code == 200
     assert entries_halted(account_id=alice_account.pk) == "account kill switch engaged: going to lunch"
     assert entries_halted(account_id=bob_account.pk) is None
-    assert alice.post(f"/controls/kill-switch/{bob_account.pk}/", {"engaged": "1", "confirm": "yes"}, **JSON).status_code == 404
+    assert (
+        alice.post(f"/controls/kill-switch/{bob_account.pk}/", {"engaged": "1", "confirm": "yes"}, **JSON).status_code
+        == 404
+    )
     alice.post(f"/controls/kill-switch/{alice_account.pk}/", {"engaged": "0", "confirm": "yes"}, **JSON)
     assert entries_halted(account_id=alice_account.pk) is None
     assert list(ControlAudit.objects.order_by("id").values_list("action", flat=True)) == [
-        ControlAction.KILL_SWITCH_ENGAGE, ControlAction.KILL_SWITCH_RELEASE,
+        ControlAction.KILL_SWITCH_ENGAGE,
+        ControlAction.KILL_SWITCH_RELEASE,
     ]
 
 

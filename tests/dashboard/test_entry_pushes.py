@@ -1,4 +1,5 @@
 """An entry's pushes reach its owner's dashboard after each commit, in commit order."""
+
 from __future__ import annotations
 
 import pytest

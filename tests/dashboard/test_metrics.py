@@ -1,4 +1,5 @@
 """Prometheus metrics: every required family is exported, parses, and adds up across processes."""
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,11 @@ def test_a_periodic_job_records_its_duration_and_last_run() -> None:
     from core.schedule import unregister_periodic_job
 
     name = "metrics-probe-job"
-    count_before = sum(s.value for s in core_metrics.JOB_DURATION.collect()[0].samples
-                       if s.name.endswith("_count") and s.labels["job"] == name)
+    count_before = sum(
+        s.value
+        for s in core_metrics.JOB_DURATION.collect()[0].samples
+        if s.name.endswith("_count") and s.labels["job"] == name
+    )
 
     @periodic_job(name, every_s=60.0)
     def job() -> str:
@@ -88,8 +92,13 @@ def test_a_periodic_job_records_its_duration_and_last_run() -> None:
 
 
 def test_processes_sharing_a_multiprocess_dir_add_up_on_the_web_endpoint(tmp_path: Path) -> None:
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "METRICS_TOKEN": "scrape-me",
-           "DJANGO_SETTINGS_MODULE": "tradingsite.settings", "VAR_DIR": str(tmp_path / "var")}
+    env = {
+        **os.environ,
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        "METRICS_TOKEN": "scrape-me",
+        "DJANGO_SETTINGS_MODULE": "tradingsite.settings",
+        "VAR_DIR": str(tmp_path / "var"),
+    }
     env.pop("DATABASE_URL", None)
     bump = (
         "from tradingsite import metrics; from dashboard.metrics import WS_CONNECTIONS; "
@@ -101,8 +110,9 @@ def test_processes_sharing_a_multiprocess_dir_add_up_on_the_web_endpoint(tmp_pat
         "import django; django.setup(); from django.test import Client; "
         "print(Client().get('/metrics', HTTP_AUTHORIZATION='Bearer scrape-me', HTTP_HOST='127.0.0.1').content.decode())"
     )
-    text = subprocess.run([sys.executable, "-c", scrape], cwd=ROOT, env=env, check=True, timeout=120,
-                          capture_output=True, text=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-c", scrape], cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True
+    ).stdout
     assert sample(text, "feed_reconnects_total", component="feed:mp/trades") == 2
     # A live-sum gauge counts only processes still alive: both bumpers have exited
     # without being marked dead, so their values stay until mark_process_dead.
@@ -120,11 +130,21 @@ def test_internal_health_fields_follow_seed_003() -> None:
     contention = Counter("orders_lock_contention", "x", ["scope"], registry=registry)
     contention.labels("entry").inc(3)
     contention.labels("reconcile").inc(1)
-    components = [_view("orders:executor", Status.HEALTHY), _view("processor", Status.HEALTHY),
-                  _view("job:orders-reconcile", Status.HEALTHY), _view("feed:sim", Status.HEALTHY)]
-    report = build_report(database_ok=True, database_reason="ok", components=components, families=list(registry.collect()))
+    components = [
+        _view("orders:executor", Status.HEALTHY),
+        _view("processor", Status.HEALTHY),
+        _view("job:orders-reconcile", Status.HEALTHY),
+        _view("feed:sim", Status.HEALTHY),
+    ]
+    report = build_report(
+        database_ok=True, database_reason="ok", components=components, families=list(registry.collect())
+    )
     assert report["status"] == "HEALTHY" and report["readiness"] is True
-    assert (report["tradingLoopHealthy"], report["monitorLoopHealthy"], report["reconciliationLoopHealthy"]) == (True, True, True)
+    assert (report["tradingLoopHealthy"], report["monitorLoopHealthy"], report["reconciliationLoopHealthy"]) == (
+        True,
+        True,
+        True,
+    )
     assert report["lockContentionCount"] == 4 and report["capitalInvariantViolations"] == 0
     assert report["reconciliationLastRun"] is not None
     assert report["feeds"] == {"feed:sim": {"status": "HEALTHY", "reason": ""}}
@@ -132,7 +152,9 @@ def test_internal_health_fields_follow_seed_003() -> None:
     # The reconcile job missed two runs (its report went stale: DEGRADED) and the ledger broke once.
     violations.inc()
     components[2] = _view("job:orders-reconcile", Status.DEGRADED, age_s=200)
-    report = build_report(database_ok=True, database_reason="ok", components=components, families=list(registry.collect()))
+    report = build_report(
+        database_ok=True, database_reason="ok", components=components, families=list(registry.collect())
+    )
     assert report["status"] == "DEGRADED" and report["ready"] is True
     assert report["reconciliationLoopHealthy"] is False and report["readiness"] is False
     assert report["capitalInvariantViolations"] == 1
@@ -140,7 +162,9 @@ def test_internal_health_fields_follow_seed_003() -> None:
 
 def test_a_loop_this_deployment_does_not_run_is_null_not_failing() -> None:
     report = build_report(database_ok=True, database_reason="ok", components=[], families=[])
-    assert report["tradingLoopHealthy"] is None and report["readiness"] is True and report["reconciliationLastRun"] is None
+    assert (
+        report["tradingLoopHealthy"] is None and report["readiness"] is True and report["reconciliationLastRun"] is None
+    )
 
 
 def test_a_runfeed_process_serves_its_own_metrics_endpoint(tmp_path: Path) -> None:
@@ -152,13 +176,27 @@ def test_a_runfeed_process_serves_its_own_metrics_endpoint(tmp_path: Path) -> No
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR")}
-    env.update({"VAR_DIR": str(tmp_path / "var"), "RUNTIME_METRICS_PORT": str(port), "DEMO_PASSWORD": "pw-long-enough-123"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR")
+    }
+    env.update(
+        {"VAR_DIR": str(tmp_path / "var"), "RUNTIME_METRICS_PORT": str(port), "DEMO_PASSWORD": "pw-long-enough-123"}
+    )
     for args in (["migrate", "--noinput", "-v0"], ["loaddemo"]):
-        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=180, capture_output=True)
-    feed = subprocess.Popen([sys.executable, "manage.py", "runfeed", "--feed", "sim"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=180, capture_output=True
+        )
+    feed = subprocess.Popen(
+        [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         def scrape() -> str | None:
             assert feed.poll() is None, "runfeed exited early"
             try:

@@ -1,4 +1,5 @@
 """Unrealized P&L is exact fixed point, signed by the position's side."""
+
 from __future__ import annotations
 
 from dashboard.pnl import unrealized_pnl
@@ -12,7 +13,9 @@ def test_long_gains_when_the_price_rises_and_short_loses() -> None:
 
 
 def test_contract_multiplier_scales_the_mark() -> None:
-    assert unrealized_pnl(side="LONG", quantity=f("2"), cost=f("2000"), last_price=f("101"), multiplier=f("10")) == f("20")
+    assert unrealized_pnl(side="LONG", quantity=f("2"), cost=f("2000"), last_price=f("101"), multiplier=f("10")) == f(
+        "20"
+    )
 
 
 def test_no_price_is_no_figure_and_a_flat_position_is_zero() -> None:

@@ -1,4 +1,5 @@
 """The dashboard shows what became of each signal: the signal table, the chart's initial markers, the admin."""
+
 from __future__ import annotations
 
 import json
@@ -10,14 +11,11 @@ from django.test import Client
 
 from orders.models import Outcome, SignalOutcome
 from orders.outcomes import signal_outcome_record
-from processor.models import StrategySignal
 from processor.signals import Signal, SignalKind
 from tests.orders.factories import Setup, logged_in, make_instrument, make_setup, make_signal, make_strategy
 from tests.orders.factories import stored_signal as stored
 
 pytestmark = pytest.mark.django_db
-
-
 
 
 @pytest.fixture
@@ -33,11 +31,18 @@ def traders() -> tuple[Setup, Setup, Signal, Signal]:
     bob = make_setup(username="bob", strategy=strategy, instrument=instrument)
     traded, halted = make_signal(strategy, SignalKind.ENTRY_LONG), make_signal(strategy, SignalKind.ENTRY_SHORT)
     stored(traded), stored(halted)
-    signal_outcome_record(signal=traded, account_id=alice.account.pk, outcome=Outcome.PLACED, client_order_id="ts-1-traded")
-    signal_outcome_record(signal=halted, account_id=alice.account.pk, outcome=Outcome.HALTED,
-                          reason="global kill switch engaged: maintenance")
-    signal_outcome_record(signal=traded, account_id=bob.account.pk, outcome=Outcome.INSUFFICIENT_CAPITAL,
-                          reason="needs 500, 20 available")
+    signal_outcome_record(
+        signal=traded, account_id=alice.account.pk, outcome=Outcome.PLACED, client_order_id="ts-1-traded"
+    )
+    signal_outcome_record(
+        signal=halted,
+        account_id=alice.account.pk,
+        outcome=Outcome.HALTED,
+        reason="global kill switch engaged: maintenance",
+    )
+    signal_outcome_record(
+        signal=traded, account_id=bob.account.pk, outcome=Outcome.INSUFFICIENT_CAPITAL, reason="needs 500, 20 available"
+    )
     return alice, bob, traded, halted
 
 
@@ -79,7 +84,12 @@ def test_the_page_carries_the_chart_markers_with_their_outcomes(traders) -> None
     mine = chart_signals(logged_in(alice))
     assert list(mine) == [traded.output_id, halted.output_id]  # oldest first: the chart draws them in time order
     (placed,) = mine[traded.output_id]["outcomes"]
-    assert (placed["outcome"], placed["traded"], placed["settled"], placed["client_order_id"]) == ("placed", True, True, "ts-1-traded")
+    assert (placed["outcome"], placed["traded"], placed["settled"], placed["client_order_id"]) == (
+        "placed",
+        True,
+        True,
+        "ts-1-traded",
+    )
     (stopped,) = mine[halted.output_id]["outcomes"]
     assert (stopped["outcome"], stopped["traded"], stopped["settled"]) == ("halted", False, True)
     assert stopped["reason"] == "global kill switch engaged: maintenance" and stopped["account_name"] == "main"

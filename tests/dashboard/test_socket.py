@@ -1,4 +1,5 @@
 """The dashboard socket: conflation per browser, acknowledgements, tenant isolation."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -12,12 +13,12 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from core.push_groups import MARKET_GROUP, user_group
+from dashboard.consumers import CLOSE_STALLED, DashboardConsumer
 from orders.models import Account, TradeSetting
 from processor.models import Strategy
 from processor.signals import Signal, SignalKind
 from tests.orders.factories import make_signal, make_strategy
 from tradingsite.asgi import application
-from dashboard.consumers import CLOSE_STALLED, DashboardConsumer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
@@ -43,9 +44,20 @@ async def connect(cookie: bytes) -> WebsocketCommunicator:
 
 
 def prices(n: int) -> dict[str, Any]:
-    return {"type": "market.prices", "prices": [
-        {"feed": "sim", "symbol": "BTC-USD", "price": f"{64000 + n}", "open": "64000", "volume": "1", "ticks": n, "ts_ms": n},
-    ]}
+    return {
+        "type": "market.prices",
+        "prices": [
+            {
+                "feed": "sim",
+                "symbol": "BTC-USD",
+                "price": f"{64000 + n}",
+                "open": "64000",
+                "volume": "1",
+                "ticks": n,
+                "ts_ms": n,
+            },
+        ],
+    }
 
 
 class FrozenClock:
@@ -111,8 +123,12 @@ async def test_private_events_reach_only_their_user() -> None:
     alice, bob = await connect(alice_cookie), await connect(bob_cookie)
     layer = get_channel_layer()
     try:
-        await layer.group_send(user_group(alice_id), {"type": "orders.trade", "event": "order", "client_order_id": "ts-1-x"})
-        await layer.group_send(user_group(alice_id), {"type": "recovery.prompt", "action": "clear", "recovery_token": "t"})
+        await layer.group_send(
+            user_group(alice_id), {"type": "orders.trade", "event": "order", "client_order_id": "ts-1-x"}
+        )
+        await layer.group_send(
+            user_group(alice_id), {"type": "recovery.prompt", "action": "clear", "recovery_token": "t"}
+        )
         first = await alice.receive_json_from(timeout=5)
         assert first["type"] == "trade" and first["client_order_id"] == "ts-1-x"
         second = await alice.receive_json_from(timeout=5)
@@ -131,8 +147,18 @@ async def test_strategy_signals_reach_only_users_whose_accounts_trade_the_strate
     _, bob_cookie = await trader("bob")
     alice, bob = await connect(alice_cookie), await connect(bob_cookie)
     layer = get_channel_layer()
-    row = {"strategy_id": strategy.pk, "strategy": "ema-x", "feed": "sim", "symbol": "BTC-USD", "venue_symbol": "BTC-USD",
-           "kind": "ENTRY_LONG", "price": "64000", "emitted_ms": 1, "occurrence_time_ms": 1, "output_id": "o1"}
+    row = {
+        "strategy_id": strategy.pk,
+        "strategy": "ema-x",
+        "feed": "sim",
+        "symbol": "BTC-USD",
+        "venue_symbol": "BTC-USD",
+        "kind": "ENTRY_LONG",
+        "price": "64000",
+        "emitted_ms": 1,
+        "occurrence_time_ms": 1,
+        "output_id": "o1",
+    }
     try:
         await layer.group_send(MARKET_GROUP, {"type": "strategy.signal", "signals": [row]})
         message = await alice.receive_json_from(timeout=5)
@@ -149,7 +175,9 @@ def _account_of(user_id: int) -> int:
 
 
 @database_sync_to_async
-def _record(strategy: Strategy, account_id: int | None, outcome: str, *, rolled_back: bool = False, **fields: str) -> Signal:
+def _record(
+    strategy: Strategy, account_id: int | None, outcome: str, *, rolled_back: bool = False, **fields: str
+) -> Signal:
     from django.db import transaction
 
     from orders.outcomes import signal_outcome_record
@@ -173,8 +201,16 @@ async def test_a_signal_outcome_reaches_the_accounts_owner_and_no_one_else() -> 
         signal = await _record(strategy, await _account_of(alice_id), "placed", client_order_id="ts-1-abc")
         message = await alice.receive_json_from(timeout=5)
         assert message["type"] == "signal.outcome"
-        assert (message["output_id"], message["kind"], message["strategy_id"]) == (signal.output_id, "ENTRY_LONG", strategy.pk)
-        assert (message["outcome"], message["outcome_label"], message["client_order_id"]) == ("placed", "Traded", "ts-1-abc")
+        assert (message["output_id"], message["kind"], message["strategy_id"]) == (
+            signal.output_id,
+            "ENTRY_LONG",
+            strategy.pk,
+        )
+        assert (message["outcome"], message["outcome_label"], message["client_order_id"]) == (
+            "placed",
+            "Traded",
+            "ts-1-abc",
+        )
         assert (message["traded"], message["settled"], message["account_name"]) == (True, True, "main")
         assert await bob.receive_nothing(timeout=0.5)
     finally:
@@ -206,7 +242,11 @@ async def test_an_outcome_that_reached_no_account_goes_to_everyone_who_sees_the_
         signal = await _record(strategy, None, "no_trade_setting")
         for browser in (alice, bob):
             message = await browser.receive_json_from(timeout=5)
-            assert (message["type"], message["output_id"], message["account"]) == ("signal.outcome", signal.output_id, None)
+            assert (message["type"], message["output_id"], message["account"]) == (
+                "signal.outcome",
+                signal.output_id,
+                None,
+            )
             assert message["outcome"] == "no_trade_setting" and message["settled"] and not message["traded"]
         assert await carol.receive_nothing(timeout=0.5)
     finally:

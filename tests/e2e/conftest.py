@@ -5,6 +5,7 @@ these tests skip, and fail under REQUIRE_SERVICES=1. One site per session in a t
 default), a local fake of the Upstox login endpoints for the auth-code prompt, and a
 fresh browser context per user. Screenshots go to test-artifacts/e2e/.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -24,11 +25,16 @@ from tests.conftest import chromium_path
 from tests.helpers import wait_site_ready
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
-
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 HERE = Path(__file__).resolve().parent
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 PASSWORD = "e2e-password-4242"
 
 
@@ -54,8 +60,9 @@ class Site:
     fake_upstox: FakeUpstoxAuth
 
     def manage(self, *args: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
@@ -65,27 +72,48 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     var_dir = tmp_path_factory.mktemp("e2e-site")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    fake = FakeUpstoxAuth(client_id="e2e-app", client_secret="e2e-app-secret",
-                          redirect_uri=f"{base}/recovery/callback/upstox").start()
+    fake = FakeUpstoxAuth(
+        client_id="e2e-app", client_secret="e2e-app-secret", redirect_uri=f"{base}/recovery/callback/upstox"
+    ).start()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update({
-        "VAR_DIR": str(var_dir), "DASHBOARD_PUSH_INTERVAL_S": "0.1", "DASHBOARD_BROWSER_INTERVAL_S": "0.2",
-        "PROCESSOR_RECONCILE_INTERVAL_S": "0.5",
-        "UPSTOX_CLIENT_ID": fake.client_id, "UPSTOX_CLIENT_SECRET": fake.client_secret,
-        "UPSTOX_REDIRECT_URI": fake.redirect_uri, "UPSTOX_AUTHORIZE_URL": fake.url + DIALOG_PATH,
-        "UPSTOX_TOKEN_URL": fake.url + TOKEN_PATH,
-    })
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
+    env.update(
+        {
+            "VAR_DIR": str(var_dir),
+            "DASHBOARD_PUSH_INTERVAL_S": "0.1",
+            "DASHBOARD_BROWSER_INTERVAL_S": "0.2",
+            "PROCESSOR_RECONCILE_INTERVAL_S": "0.5",
+            "UPSTOX_CLIENT_ID": fake.client_id,
+            "UPSTOX_CLIENT_SECRET": fake.client_secret,
+            "UPSTOX_REDIRECT_URI": fake.redirect_uri,
+            "UPSTOX_AUTHORIZE_URL": fake.url + DIALOG_PATH,
+            "UPSTOX_TOKEN_URL": fake.url + TOKEN_PATH,
+        }
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
+    )
     setup = (
         "import django; django.setup(); from tests.e2e.site_setup import main; "
         f"main({str(var_dir)!r}, {PASSWORD!r}, {int(time.time() * 1000)})"
     )
-    out = subprocess.run([sys.executable, "-c", setup], cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
-                         check=True, timeout=120, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", setup],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    ).stdout
     accounts = json.loads(out.strip().splitlines()[-1])
     log = (var_dir / "runsite.log").open("w+")
-    process = subprocess.Popen([sys.executable, "-m", "tests.e2e.run_site", "--port", str(port)], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.e2e.run_site", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_site_ready(base, process, timeout_s=90)
         yield Site(base, env, accounts["demo_account"], accounts["bob_account"], fake)

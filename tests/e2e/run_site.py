@@ -6,11 +6,12 @@ clock moves (recovery.clock.system_clock); everything else keeps real time.
 
 usage: python -m tests.e2e.run_site --port N
 """
+
 from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime, time, timezone
+from datetime import UTC, datetime, time
 
 
 def main() -> None:
@@ -18,17 +19,18 @@ def main() -> None:
     import django
 
     django.setup()
-    import recovery.clock
     from django.core.management import execute_from_command_line
+
+    import recovery.clock
     from recovery.upstox import IST
 
-    real_now = datetime.now(timezone.utc)
+    real_now = datetime.now(UTC)
     midday = datetime.combine(real_now.astimezone(IST).date(), time(12, 0), tzinfo=IST)
     offset = midday - real_now
 
     class MiddayClock(recovery.clock.SystemClock):
         def now(self) -> datetime:
-            return datetime.now(timezone.utc) + offset
+            return datetime.now(UTC) + offset
 
     recovery.clock.system_clock = MiddayClock()
     execute_from_command_line(["manage.py", "runsite", *sys.argv[1:]])

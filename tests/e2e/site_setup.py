@@ -4,6 +4,7 @@ Two users (demo: staff; bob: not), a replay feed whose recorded ticks flip betwe
 price levels every few seconds, so the volume_breakout strategy on it signals again and
 again whichever moment a test looks, and an open broker login prompt for staff.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,16 +42,22 @@ def main(var_dir: str, password: str, start_ms: int) -> None:
     csv_path = Path(var_dir) / "breakouts.csv"
     write_replay_csv(csv_path, start_ms=start_ms)
     feed, _ = Feed.objects.get_or_create(
-        name="replay", defaults={"venue": "replay", "market_type": MarketType.SIMULATED,
-                                 "settings": {"source": "csv", "path": str(csv_path), "speed": 1}},
+        name="replay",
+        defaults={
+            "venue": "replay",
+            "market_type": MarketType.SIMULATED,
+            "settings": {"source": "csv", "path": str(csv_path), "speed": 1},
+        },
     )
     instrument, _ = Instrument.objects.get_or_create(
-        feed=feed, venue_symbol=REPLAY_SYMBOL,
+        feed=feed,
+        venue_symbol=REPLAY_SYMBOL,
         defaults={"symbol": REPLAY_SYMBOL, "tick_size": Decimal("0.01"), "lot_size": Decimal("1")},
     )
     Subscription.objects.get_or_create(instrument=instrument, channel="trades")
     strategy, _ = Strategy.objects.get_or_create(
-        name=BREAKOUT_STRATEGY, kind="volume_breakout",
+        name=BREAKOUT_STRATEGY,
+        kind="volume_breakout",
         defaults={"params": {"bar_volume": "10", "lookback": 3, "hold_bars": 2, "cooldown_bars": 0}},
     )
     strategy.instruments.add(instrument)
@@ -60,13 +67,14 @@ def main(var_dir: str, password: str, start_ms: int) -> None:
     bob, _ = get_user_model().objects.get_or_create(username="bob")
     bob.set_password(password)
     bob.save()
-    bob_account, _ = Account.objects.get_or_create(owner=bob, name="Bob paper", defaults={"allocated_capital": Decimal("10000")})
+    bob_account, _ = Account.objects.get_or_create(
+        owner=bob, name="Bob paper", defaults={"allocated_capital": Decimal("10000")}
+    )
     TradeSetting.objects.get_or_create(strategy=strategy, account=bob_account, defaults={"quantity": Decimal("2")})
 
     # No token yet: the prompt goes to staff (the token slot has no owner).
     token_await_auth(key=TokenKey("upstox", TokenKind.OAUTH), reason="e2e: no token yet")
     print(json.dumps({"demo_account": demo_account.pk, "bob_account": bob_account.pk}))
-
 
 
 def record_outcomes(decisions_json: str) -> None:
@@ -84,13 +92,22 @@ def record_outcomes(decisions_json: str) -> None:
     for decision in json.loads(decisions_json):
         row = StrategySignal.objects.get(pk=decision["signal_id"])
         signal = Signal(
-            strategy_id=row.strategy_id, strategy_name=row.strategy_name, feed=row.feed, symbol=row.symbol,
-            kind=SignalKind(row.kind), price=row.price_fixed, emitted_ns=int(row.emitted_at.timestamp() * 1e9),
-            occurrence_ns=row.occurrence_ns, output_id=row.output_id,
+            strategy_id=row.strategy_id,
+            strategy_name=row.strategy_name,
+            feed=row.feed,
+            symbol=row.symbol,
+            kind=SignalKind(row.kind),
+            price=row.price_fixed,
+            emitted_ns=int(row.emitted_at.timestamp() * 1e9),
+            occurrence_ns=row.occurrence_ns,
+            output_id=row.output_id,
         )
         outcome = signal_outcome_record(
-            signal=signal, account_id=decision["account_id"], outcome=decision["outcome"],
-            reason=decision.get("reason", ""), client_order_id=decision.get("client_order_id", ""),
+            signal=signal,
+            account_id=decision["account_id"],
+            outcome=decision["outcome"],
+            reason=decision.get("reason", ""),
+            client_order_id=decision.get("client_order_id", ""),
         )
         events.append({**outcome_event(outcome), "account_name": outcome.account.name if outcome.account else ""})
     print(json.dumps(events))

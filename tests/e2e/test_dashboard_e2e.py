@@ -2,6 +2,7 @@
 a signal shows whether it traded (and why not), a strategy is switched with
 confirmation, a broker login is completed with a code, and two users never see each
 other's orders, positions or prompts."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,15 @@ def test_a_replayed_breakout_shows_as_a_signal_and_a_chart_marker(site: Site, br
 def record_outcomes(site: Site, decisions: list[dict]) -> list[dict]:
     """Decide signals in the site's own database, as its trade executor does; return the events it pushes."""
     code = f"import django; django.setup(); from tests.e2e.site_setup import record_outcomes; record_outcomes({json.dumps(decisions)!r})"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**site.env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
-                            check=True, timeout=120, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**site.env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -70,11 +78,23 @@ def test_a_traded_and_an_untraded_signal_show_their_outcomes_in_the_table_and_on
 
     traded, untraded = eventually(two_stored_breakouts, timeout_s=30, interval_s=0.5)
     order_id = f"ts-{site.demo_account}-e2e-traded"
-    record_outcomes(site, [
-        {"signal_id": traded["id"], "account_id": site.demo_account, "outcome": "placed", "client_order_id": order_id},
-        {"signal_id": untraded["id"], "account_id": site.demo_account, "outcome": "halted",
-         "reason": "account kill switch engaged: e2e"},
-    ])
+    record_outcomes(
+        site,
+        [
+            {
+                "signal_id": traded["id"],
+                "account_id": site.demo_account,
+                "outcome": "placed",
+                "client_order_id": order_id,
+            },
+            {
+                "signal_id": untraded["id"],
+                "account_id": site.demo_account,
+                "outcome": "halted",
+                "reason": "account kill switch engaged: e2e",
+            },
+        ],
+    )
     # The API says so first ...
     by_id = {s["id"]: s for s in api(page, "/api/signals/?limit=50")["results"]}
     demo_outcome = lambda signal: next(o for o in by_id[signal["id"]]["outcomes"] if o["account"] == site.demo_account)  # noqa: E731
@@ -91,17 +111,25 @@ def test_a_traded_and_an_untraded_signal_show_their_outcomes_in_the_table_and_on
     assert halted["title"].endswith("account kill switch engaged: e2e")
     # The chart redraws its markers from the page's data: a traded and an untraded one, drawn differently.
     chart = page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"] .chart')
-    page.wait_for_function("el => Number(el.dataset.markersTraded) > 0 && Number(el.dataset.markersNotTraded) > 0",
-                           arg=chart.element_handle())
+    page.wait_for_function(
+        "el => Number(el.dataset.markersTraded) > 0 && Number(el.dataset.markersNotTraded) > 0",
+        arg=chart.element_handle(),
+    )
     screenshot(page, "signal-outcomes")
     page.locator("#panel-signals").screenshot(path=str(ARTIFACTS / "signal-outcomes-table.png"))
-    page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"]').screenshot(path=str(ARTIFACTS / "signal-outcomes-chart.png"))
+    page.locator(f'.chart-card[data-symbol="{REPLAY_SYMBOL}"]').screenshot(
+        path=str(ARTIFACTS / "signal-outcomes-chart.png")
+    )
     page.context.close()
     # Bob trades the same strategy and sees the same signals, never demo's outcomes of them.
     bob = open_dashboard(browser, site, "bob")
-    assert all(b["account"] != str(site.demo_account) for b in outcome_badges(bob, traded) + outcome_badges(bob, untraded))
+    assert all(
+        b["account"] != str(site.demo_account) for b in outcome_badges(bob, traded) + outcome_badges(bob, untraded)
+    )
     assert order_id not in bob.locator("#panel-signals").text_content()
-    assert all(o["account"] != site.demo_account for s in api(bob, "/api/signals/?limit=50")["results"] for o in s["outcomes"])
+    assert all(
+        o["account"] != site.demo_account for s in api(bob, "/api/signals/?limit=50")["results"] for o in s["outcomes"]
+    )
     bob.context.close()
 
 
@@ -160,8 +188,12 @@ def test_two_users_see_only_their_own_orders_positions_and_prompts(site: Site, b
     # Both accounts trade the replayed breakouts: orders appear for each, live.
     for page in (demo, bob):
         page.wait_for_selector("#orders tbody tr[data-client-order-id]", timeout=30_000)
-    demo_ids = demo.eval_on_selector_all("#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)")
-    bob_ids = bob.eval_on_selector_all("#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)")
+    demo_ids = demo.eval_on_selector_all(
+        "#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)"
+    )
+    bob_ids = bob.eval_on_selector_all(
+        "#orders tbody tr[data-client-order-id]", "rows => rows.map(r => r.dataset.clientOrderId)"
+    )
     assert demo_ids and all(cid.startswith(f"ts-{site.demo_account}-") for cid in demo_ids)
     assert bob_ids and all(cid.startswith(f"ts-{site.bob_account}-") for cid in bob_ids)
     assert {o["account"] for o in api(bob, "/api/orders/")["results"]} == {site.bob_account}
@@ -179,7 +211,7 @@ def test_two_users_see_only_their_own_orders_positions_and_prompts(site: Site, b
 
 def test_switch_a_strategy_off_and_on_with_confirmation(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     page = open_dashboard(browser, site, "demo")
-    button = page.locator('#strategies tr', has_text="ema-cross").locator("form.toggle-strategy button")
+    button = page.locator("#strategies tr", has_text="ema-cross").locator("form.toggle-strategy button")
     assert button.text_content().strip() == "enabled"
     button.click()
     dialog = page.locator("#confirm-dialog")
@@ -205,7 +237,9 @@ def test_switch_a_strategy_off_and_on_with_confirmation(site: Site, browser) -> 
 def submit_code(card, code: str) -> None:  # type: ignore[no-untyped-def]
     """Type and submit in one browser task: a pushed prompt update re-renders the card,
     and must not land between typing the code and pressing the button."""
-    card.locator("form.prompt-code-form").evaluate("(form, code) => { form.code.value = code; form.requestSubmit(); }", code)
+    card.locator("form.prompt-code-form").evaluate(
+        "(form, code) => { form.code.value = code; form.requestSubmit(); }", code
+    )
 
 
 def test_submit_an_auth_code_in_the_login_prompt(site: Site, browser) -> None:  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ binary frame), `refuse_connections(True)`
 
 Usable from tests and from bench/: `async with FakeBinanceUsdm(tape) as venue: venue.ws_url`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,10 +29,11 @@ import contextlib
 import json
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http import HTTPStatus
-from typing import Any, Callable, Sequence
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -80,12 +82,13 @@ class ExecutedTrade:
         self.wire = Frame(Opcode.TEXT, self.frame.encode()).serialize(mask=False, extensions=[])
 
 
-def make_tape(count: int, symbols: Sequence[str] = ("BTCUSDT", "ETHUSDT"), *, seed: int = 7,
-              first_id: int = 5_000) -> list[TapeTrade]:
+def make_tape(
+    count: int, symbols: Sequence[str] = ("BTCUSDT", "ETHUSDT"), *, seed: int = 7, first_id: int = 5_000
+) -> list[TapeTrade]:
     """Return `count` trades spread over `symbols`, with exact prices and sizes."""
     rng = random.Random(seed)
     ticks = {symbol: 9_671_240 + 1000 * n for n, symbol in enumerate(symbols)}
-    next_id = {symbol: first_id for symbol in symbols}
+    next_id = dict.fromkeys(symbols, first_id)
     tape = []
     for _ in range(count):
         symbol = rng.choice(symbols)
@@ -99,9 +102,17 @@ def make_tape(count: int, symbols: Sequence[str] = ("BTCUSDT", "ETHUSDT"), *, se
 
 def _agg_frame(trade: TapeTrade, ts_ms: int) -> str:
     data = {
-        "e": "aggTrade", "E": ts_ms + 2, "s": trade.symbol, "a": trade.agg_id, "p": trade.price,
-        "q": trade.quantity, "nq": trade.quantity, "f": trade.agg_id * 3, "l": trade.agg_id * 3 + 1,
-        "T": ts_ms, "m": trade.buyer_is_maker,
+        "e": "aggTrade",
+        "E": ts_ms + 2,
+        "s": trade.symbol,
+        "a": trade.agg_id,
+        "p": trade.price,
+        "q": trade.quantity,
+        "nq": trade.quantity,
+        "f": trade.agg_id * 3,
+        "l": trade.agg_id * 3 + 1,
+        "T": ts_ms,
+        "m": trade.buyer_is_maker,
     }
     return json.dumps({"stream": f"{trade.symbol.lower()}@aggTrade", "data": data}, separators=(",", ":"))
 
@@ -132,9 +143,15 @@ class FakeBinanceUsdm:
     """The fake venue. Start with `async with`, then `release_all()` or `play(rate)`."""
 
     def __init__(
-        self, tape: Sequence[TapeTrade] = (), *, host: str = "127.0.0.1", port: int = 0,
-        retention_s: float = 24 * 3600.0, max_connection_age_s: float | None = None,
-        server_ping_interval_s: float | None = None, clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        self,
+        tape: Sequence[TapeTrade] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        retention_s: float = 24 * 3600.0,
+        max_connection_age_s: float | None = None,
+        server_ping_interval_s: float | None = None,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
         self.tape = list(tape)
         self.executed: list[ExecutedTrade] = []
@@ -161,7 +178,7 @@ class FakeBinanceUsdm:
 
     # --- lifecycle -------------------------------------------------------------------
 
-    async def __aenter__(self) -> "FakeBinanceUsdm":
+    async def __aenter__(self) -> FakeBinanceUsdm:
         await self.start()
         return self
 
@@ -170,8 +187,14 @@ class FakeBinanceUsdm:
 
     async def start(self) -> None:
         self._server = await serve(
-            self._handle, self._host, self._port, process_request=self._process_request,
-            ping_interval=self._ping_interval_s, max_queue=None, compression=None, close_timeout=1,
+            self._handle,
+            self._host,
+            self._port,
+            process_request=self._process_request,
+            ping_interval=self._ping_interval_s,
+            max_queue=None,
+            compression=None,
+            close_timeout=1,
         )
         self._port = self._server.sockets[0].getsockname()[1]
 
@@ -199,7 +222,7 @@ class FakeBinanceUsdm:
     def release(self, count: int) -> int:
         """Execute the next `count` trades of the tape now; return how many were left to release."""
         start = len(self.executed)
-        batch = self.tape[start:start + count]
+        batch = self.tape[start : start + count]
         ts_ms = self._clock_ms()
         for trade in batch:
             executed = ExecutedTrade(trade, ts_ms, _agg_frame(trade, ts_ms))
@@ -348,7 +371,7 @@ class FakeBinanceUsdm:
                 continue
             end = min(len(self._outbox), sub.cursor + _BURST)
             if self._delay_s:
-                for outgoing in self._outbox[sub.cursor:end]:
+                for outgoing in self._outbox[sub.cursor : end]:
                     if sub.silent:
                         break
                     if outgoing.stream in sub.streams:
@@ -358,7 +381,7 @@ class FakeBinanceUsdm:
                     sub.cursor += 1
             else:
                 streams = sub.streams
-                wires = [e.wire for e in self._outbox[sub.cursor:end] if e.stream in streams]
+                wires = [e.wire for e in self._outbox[sub.cursor : end] if e.stream in streams]
                 sub.cursor = end
                 if wires and not await self._send_burst(connection, wires):
                     return
@@ -421,11 +444,18 @@ class FakeBinanceUsdm:
     def _exchange_info(self) -> dict[str, Any]:
         symbols = self.listed if self.listed is not None else {trade.symbol for trade in self.tape}
         return {
-            "timezone": "UTC", "serverTime": self._clock_ms(), "rateLimits": [], "exchangeFilters": [],
+            "timezone": "UTC",
+            "serverTime": self._clock_ms(),
+            "rateLimits": [],
+            "exchangeFilters": [],
             "symbols": [
                 {
-                    "symbol": symbol, "pair": symbol, "contractType": "PERPETUAL", "status": "TRADING",
-                    "pricePrecision": 2, "quantityPrecision": 3,
+                    "symbol": symbol,
+                    "pair": symbol,
+                    "contractType": "PERPETUAL",
+                    "status": "TRADING",
+                    "pricePrecision": 2,
+                    "quantityPrecision": 3,
                     "filters": [
                         {"filterType": "PRICE_FILTER", "minPrice": "0.10", "maxPrice": "4529764", "tickSize": "0.10"},
                         {"filterType": "LOT_SIZE", "minQty": "0.001", "maxQty": "1000", "stepSize": "0.001"},
@@ -451,14 +481,25 @@ class FakeBinanceUsdm:
         rows = []
         for executed in self._by_symbol.get(query["symbol"], []):
             trade, ts_ms = executed.trade, executed.ts_ms
-            if ts_ms < oldest or (start is not None and ts_ms < start) or (from_id is not None and trade.agg_id < from_id):
+            if (
+                ts_ms < oldest
+                or (start is not None and ts_ms < start)
+                or (from_id is not None and trade.agg_id < from_id)
+            ):
                 continue
             if end is not None and ts_ms > end:
                 break
-            rows.append({
-                "a": trade.agg_id, "p": trade.price, "q": trade.quantity, "f": trade.agg_id * 3,
-                "l": trade.agg_id * 3 + 1, "T": ts_ms, "m": trade.buyer_is_maker,
-            })
+            rows.append(
+                {
+                    "a": trade.agg_id,
+                    "p": trade.price,
+                    "q": trade.quantity,
+                    "f": trade.agg_id * 3,
+                    "l": trade.agg_id * 3 + 1,
+                    "T": ts_ms,
+                    "m": trade.buyer_is_maker,
+                }
+            )
             if len(rows) == limit and filtered:
                 break
         return rows if filtered else rows[-limit:]
@@ -467,7 +508,9 @@ class FakeBinanceUsdm:
     def _json(connection: ServerConnection, status: HTTPStatus, body: object) -> Response:
         response = connection.respond(status, "")
         payload = json.dumps(body, separators=(",", ":")).encode()
-        headers = Headers([(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")])
+        headers = Headers(
+            [(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")]
+        )
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = str(len(payload))
         return Response(status.value, status.phrase, headers, payload)

@@ -7,6 +7,7 @@ execution ids); the response is newest first, `exec_date` without "Z" (UTC):
       "exec_date":"2015-07-08T02:43:34.823","buy_child_order_acceptance_id":"JRF..",
       "sell_child_order_acceptance_id":"JRF.."}]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ class FakeBitflyerRest:
         self._runner: web.AppRunner | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "FakeBitflyerRest":
+    async def __aenter__(self) -> FakeBitflyerRest:
         app = web.Application()
         app.router.add_get("/v1/executions", self._executions)
         app.router.add_get("/v1/getexecutions", self._executions)
@@ -55,10 +56,7 @@ class FakeBitflyerRest:
         count = int(query.get("count", "100"))
         after = int(query["after"]) if "after" in query else None
         before = int(query["before"]) if "before" in query else None
-        matching = [
-            e for e in self.executions
-            if (after is None or e.id > after) and (before is None or e.id < before)
-        ]
+        matching = [e for e in self.executions if (after is None or e.id > after) and (before is None or e.id < before)]
         newest_first = list(reversed(matching))[:count]
         body = ",".join(
             f'{{"id":{e.id},"side":"{e.side}","price":{e.price},"size":{e.size},"exec_date":"{e.exec_date}",'

@@ -1,12 +1,13 @@
 """Hand-written test doubles for the stream runtime's boundaries."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+from collections.abc import Sequence
 
 from feeds.market import MarketData
-from feeds.streams.supervised_stream import SupervisedStream
 from feeds.streams.runtime_events import RuntimeEvent
+from feeds.streams.supervised_stream import SupervisedStream
 from feeds.streams.window_planner import TradeRecoveryWindow
 
 
@@ -70,7 +71,8 @@ class ListHistory:
         if self.error:
             raise self.error
         return [
-            t for t in self.trades
+            t
+            for t in self.trades
             if t.symbol == window.symbol and window.start_time <= t.ts_event // 1_000_000 <= window.end_time
         ]
 

@@ -1,26 +1,31 @@
 """Run supervised streams of a binance-usdm feed against the fake venue, collecting what they deliver."""
+
 from __future__ import annotations
 
 import asyncio
 import random
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
-from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
+from core.health import HealthBoard
 from feeds.market import FeedData, MarketData, parse_fixed
-from feeds.streams.venue_limiter import VenueRateLimiter
-from feeds.venues.base import PublishedLimits
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.streams.supervised_stream import StreamPolicy, SupervisedStream
 from feeds.streams.transport import TransportSettings
+from feeds.streams.venue_limiter import VenueRateLimiter
 from feeds.venues import get_venue
-from feeds.venues.base import FeedSpec, InstrumentSpec
+from feeds.venues.base import FeedSpec, InstrumentSpec, PublishedLimits
 from tests.fakes.binance_usdm import FakeBinanceUsdm
-from core.health import HealthBoard
 
 FAST_POLICY = StreamPolicy(
-    heartbeat_timeout_s=0.5, scheduler_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05,
-    breaker_threshold=10, breaker_cooldown_s=0.3, recovery_attempts=50,
+    heartbeat_timeout_s=0.5,
+    scheduler_interval_s=0.05,
+    backoff_initial_s=0.01,
+    backoff_max_s=0.05,
+    breaker_threshold=10,
+    breaker_cooldown_s=0.3,
+    recovery_attempts=50,
 )
 FAST_TRANSPORT = TransportSettings(open_timeout_s=2, ping_interval_s=0.5, ping_timeout_s=0.5, close_timeout_s=0.2)
 # Generous buckets: the tests exercise faults, not the venue's limits.
@@ -43,7 +48,8 @@ def fast_runtime_streams(settings, *, heartbeat_timeout_s: float = 0.5):  # type
 def feed_spec(venue: FakeBinanceUsdm, symbols: Sequence[str], name: str = "bin") -> FeedSpec:
     adapter = get_venue("binance-usdm")
     return FeedSpec(
-        name=name, venue="binance-usdm",
+        name=name,
+        venue="binance-usdm",
         settings=adapter.clean_settings({"ws_url": venue.ws_url, "rest_url": venue.rest_url}),
         instruments=tuple(InstrumentSpec(symbol, "0.01", "0.001") for symbol in symbols),
     )
@@ -83,18 +89,29 @@ def delivered_trades(trades: Sequence[MarketData]) -> dict[str, list[tuple[str, 
 
 
 async def start_streams(
-    venue: FakeBinanceUsdm, symbols: Sequence[str], *, policy: StreamPolicy = FAST_POLICY,
-    transport: TransportSettings = FAST_TRANSPORT, checkpoints: dict[str, MarketData] | None = None,
-    health: HealthBoard | None = None, collector: Collector | None = None, seed: int = 1, hole_sink=None,  # type: ignore[no-untyped-def]
+    venue: FakeBinanceUsdm,
+    symbols: Sequence[str],
+    *,
+    policy: StreamPolicy = FAST_POLICY,
+    transport: TransportSettings = FAST_TRANSPORT,
+    checkpoints: dict[str, MarketData] | None = None,
+    health: HealthBoard | None = None,
+    collector: Collector | None = None,
+    seed: int = 1,
+    hole_sink=None,  # type: ignore[no-untyped-def]
 ) -> tuple[list[SupervisedStream], list[asyncio.Task[None]], Collector, HealthBoard]:
     collector = collector or Collector()
     health = health or HealthBoard()
     random.seed(seed)
     streams = await build_feed_streams(
-        feed_spec(venue, symbols), get_venue("binance-usdm"), publish=collector.publish, health=health,  # type: ignore[arg-type]
+        feed_spec(venue, symbols),
+        get_venue("binance-usdm"),
+        publish=collector.publish,
+        health=health,  # type: ignore[arg-type]
         limiter=VenueRateLimiter(TEST_LIMITS, fraction=1.0),
         settings=FeedStreamSettings(policy=policy, transport=transport, rest_timeout_s=2),
-        checkpoints=checkpoints, hole_sink=hole_sink,
+        checkpoints=checkpoints,
+        hole_sink=hole_sink,
     )
     tasks = [asyncio.create_task(stream.run()) for stream in streams]
     return streams, tasks, collector, health

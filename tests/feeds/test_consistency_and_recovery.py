@@ -1,17 +1,22 @@
 """Checkpoint state, window planning and recovery invariants."""
+
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.streams.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.market import MarketData
+from feeds.streams.consistency import TradeRejected, TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.streams.gap_recovery import (
-    KnownHoleSpan, RuntimeRecoveryCoordinator, RuntimeRecoveryProtocol, TradeRecoveryController, ns_to_ms,
+    KnownHoleSpan,
+    RuntimeRecoveryCoordinator,
+    RuntimeRecoveryProtocol,
+    TradeRecoveryController,
+    ns_to_ms,
 )
 from feeds.streams.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
 from tests.feeds.doubles import ListHistory
@@ -121,10 +126,17 @@ def test_window_is_validated_on_creation() -> None:
 BASE_MS = 1_764_460_800_000
 
 
-def _coordinator(history: ListHistory, consistency: TradeStreamConsistencyController, *, max_window: int = 1000,
-                 retention_ms: int | None = None) -> RuntimeRecoveryCoordinator:
+def _coordinator(
+    history: ListHistory,
+    consistency: TradeStreamConsistencyController,
+    *,
+    max_window: int = 1000,
+    retention_ms: int | None = None,
+) -> RuntimeRecoveryCoordinator:
     return RuntimeRecoveryCoordinator(
-        consistency.store, TradeRecoveryWindowPlanner(max_window), TradeRecoveryController(history, consistency),
+        consistency.store,
+        TradeRecoveryWindowPlanner(max_window),
+        TradeRecoveryController(history, consistency),
         retention_ms=retention_ms,
     )
 
@@ -144,7 +156,11 @@ async def test_recovery_runs_windows_in_order_and_aggregates_within_the_requeste
     history = ListHistory([trade(i, ts_ms=BASE_MS + 250 * (i - 1)) for i in range(1, 22)])
     result = await _coordinator(history, consistency).recover("BTCUSDT", BASE_MS + 5000)
     assert [(w.start_time - BASE_MS, w.end_time - BASE_MS) for w in history.windows] == [
-        (0, 1000), (1000, 2000), (2000, 3000), (3000, 4000), (4000, 5000)
+        (0, 1000),
+        (1000, 2000),
+        (2000, 3000),
+        (3000, 4000),
+        (4000, 5000),
     ]
     assert [t.trade_id for t in result.recovered_trades] == [str(i) for i in range(2, 22)]
     assert (result.requested_start_time, result.requested_end_time) == (BASE_MS, BASE_MS + 5000)
@@ -180,7 +196,7 @@ async def test_checkpoint_older_than_retention_reports_a_known_hole_and_recovers
 
 
 def test_unix_millisecond_conversion_is_integer_and_deterministic() -> None:
-    moment = datetime(2026, 11, 30, 0, 0, 0, 123456, tzinfo=timezone.utc)
+    moment = datetime(2026, 11, 30, 0, 0, 0, 123456, tzinfo=UTC)
     ns = int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
     assert ns_to_ms(ns) == 1_795_996_800_123
     assert ns_to_ms(1_795_996_800_123_999_999) == 1_795_996_800_123
@@ -197,6 +213,7 @@ def test_tiny_windows_still_cover_the_range_exactly() -> None:
 
 def test_non_numeric_ids_are_deduplicated_within_the_bounded_window() -> None:
     consistency = _controller(window=2)
+
     def hex_trade(trade_id: str) -> MarketData:
         return dataclasses.replace(trade(1), trade_id=trade_id)
 

@@ -1,4 +1,5 @@
 """The recorder's writer process on PostgreSQL: pipelined, ordered, refuses after a failure, survives its worker dying."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,12 +7,12 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
+from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.copy_process import CopyProcessWriter, WriterProcessError
 from feeds.recording.copy_worker import APPLICATION_NAME
-from feeds.models import StreamCheckpoint, Tick
+from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import CheckpointRow, TickRow, WriteSkipped
-from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
 
@@ -30,7 +31,9 @@ def _row(instrument_id: int, trade_id: int) -> TickRow:
 
 
 def _checkpoint(feed_id: int, trade_id: int) -> CheckpointRow:
-    return CheckpointRow(feed_id, "BTCUSDT", str(trade_id), 1_764_460_800_000_000_000 + trade_id, 6_400_012_345_678, 1_234, "buy")
+    return CheckpointRow(
+        feed_id, "BTCUSDT", str(trade_id), 1_764_460_800_000_000_000 + trade_id, 6_400_012_345_678, 1_234, "buy"
+    )
 
 
 @database_sync_to_async
@@ -106,7 +109,11 @@ async def test_a_row_the_database_refuses_is_reported_and_the_rest_of_its_batch_
         after = await writer.submit([_row(instrument, 7)], [_checkpoint(feed, 7)])
     finally:
         await writer.close()
-    assert refused == [(1, "out_of_range"), (3, "database:ForeignKeyViolation"), (5, "database:CharacterNotInRepertoire")]
+    assert refused == [
+        (1, "out_of_range"),
+        (3, "database:ForeignKeyViolation"),
+        (5, "database:CharacterNotInRepertoire"),
+    ]
     assert after == []
     assert await _stored() == (["0", "2", "4", "6", "7"], ["7"])
 

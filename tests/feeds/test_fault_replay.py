@@ -4,6 +4,7 @@ Fake venue websocket -> supervised stream (parse, consistency, gap recovery over
 -> fan-out -> recorder -> database. Afterwards the recorded ticks must equal the
 venue's trades: none missing, none twice, in order, with exact numbers.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,9 +16,9 @@ from channels.db import database_sync_to_async
 
 from feeds.distribution.fanout import FeedFanout, drain
 from feeds.models import Tick
+from feeds.recording.database_writer import writer_for_database
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses
-from feeds.recording.database_writer import writer_for_database
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import Collector, expected_trades, start_streams, stop
@@ -74,6 +75,7 @@ async def test_twenty_thousand_trades_through_fifty_random_faults_are_recorded_e
         helpers = [asyncio.create_task(drain("recorder", queue, recorder.consume)), asyncio.create_task(recorder.run())]
         faults_done = asyncio.Event()
         try:
+
             async def subscribed() -> bool:
                 return venue.stats.subscribe_messages >= 1
 
@@ -95,9 +97,13 @@ async def test_twenty_thousand_trades_through_fifty_random_faults_are_recorded_e
 
     assert sum(injected.values()) >= MIN_FAULTS, injected
     assert streams[0].stats.connects > 20 and streams[0].stats.recovered > 0
-    rows = await database_sync_to_async(lambda: list(
-        Tick.objects.order_by("pk").values_list("instrument__venue_symbol", "trade_id", "price", "volume", "ts_event")
-    ))()
+    rows = await database_sync_to_async(
+        lambda: list(
+            Tick.objects.order_by("pk").values_list(
+                "instrument__venue_symbol", "trade_id", "price", "volume", "ts_event"
+            )
+        )
+    )()
     recorded: dict[str, list[tuple[str, int, int, int]]] = defaultdict(list)
     for symbol, trade_id, price, volume, ts_event in rows:
         recorded[symbol].append((trade_id, price, volume, ts_event))

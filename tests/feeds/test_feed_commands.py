@@ -1,4 +1,5 @@
 """`manage.py feed add|list|enable|disable` and `manage.py exportticks`."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -6,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from feeds.recording.tick_history import recorded_ticks
 from feeds.market import Side, parse_fixed
 from feeds.models import Feed, Instrument, MarketType, Subscription, Tick
+from feeds.recording.tick_history import recorded_ticks
 from feeds.recording.tick_selectors import InstrumentNotFound
 from tests.feeds.factories import make_feed
 
@@ -22,8 +23,19 @@ def _run(*args: str) -> str:
 
 
 def test_feed_add_creates_the_feed_instruments_and_trade_subscriptions_with_url_overrides() -> None:
-    out = _run("feed", "add", "binance-main", "--venue", "binance-usdm", "--symbols", "BTCUSDT,ETHUSDT",
-               "--ws-url", "ws://127.0.0.1:9001", "--rest-url", "http://127.0.0.1:9001/")
+    out = _run(
+        "feed",
+        "add",
+        "binance-main",
+        "--venue",
+        "binance-usdm",
+        "--symbols",
+        "BTCUSDT,ETHUSDT",
+        "--ws-url",
+        "ws://127.0.0.1:9001",
+        "--rest-url",
+        "http://127.0.0.1:9001/",
+    )
     assert "binance-main: added" in out
     feed = Feed.objects.get(name="binance-main")
     assert feed.venue == "binance-usdm" and feed.enabled and feed.market_type == MarketType.PERPETUAL
@@ -32,13 +44,16 @@ def test_feed_add_creates_the_feed_instruments_and_trade_subscriptions_with_url_
     assert Subscription.objects.filter(instrument__feed=feed, channel="trades", enabled=True).count() == 2
 
 
-@pytest.mark.parametrize("args,message", [
-    (("--venue", "nope", "--symbols", "A"), "unknown venue"),
-    (("--venue", "binance-usdm", "--symbols", " , "), "at least one symbol"),
-    (("--venue", "binance-usdm", "--symbols", "A,A"), "twice"),
-    (("--venue", "binance-usdm", "--symbols", "BTCUSDT", "--ws-url", "ftp://x"), "ws_url"),
-    (("--venue", "simulated", "--symbols", "BTC-USD", "--ws-url", "ws://x"), "unknown keys"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--venue", "nope", "--symbols", "A"), "unknown venue"),
+        (("--venue", "binance-usdm", "--symbols", " , "), "at least one symbol"),
+        (("--venue", "binance-usdm", "--symbols", "A,A"), "twice"),
+        (("--venue", "binance-usdm", "--symbols", "BTCUSDT", "--ws-url", "ftp://x"), "ws_url"),
+        (("--venue", "simulated", "--symbols", "BTC-USD", "--ws-url", "ws://x"), "unknown keys"),
+    ],
+)
 def test_feed_add_refuses_bad_input_and_creates_nothing(args: tuple[str, ...], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         _run("feed", "add", "f1", *args)
@@ -56,7 +71,9 @@ def test_feed_list_enable_and_disable() -> None:
     assert "disabled" in _run("feed", "disable", "bin")
     assert not Feed.objects.get(name="bin").enabled
     listing = _run("feed", "list")
-    assert "bin" in listing and "disabled" in listing and "BTCUSDT" in listing and "rest_url=http://127.0.0.1:1" in listing
+    assert (
+        "bin" in listing and "disabled" in listing and "BTCUSDT" in listing and "rest_url=http://127.0.0.1:1" in listing
+    )
     _run("feed", "enable", "bin")
     assert Feed.objects.get(name="bin").enabled
     with pytest.raises(CommandError, match="no feed named"):
@@ -65,8 +82,13 @@ def test_feed_list_enable_and_disable() -> None:
 
 def _tick(instrument: Instrument, ts_ms: int, trade_id: str, price: str, volume: str) -> Tick:
     return Tick.objects.create(
-        instrument=instrument, ts_event=ts_ms * 1_000_000, ts_recv=ts_ms * 1_000_000 + 1,
-        price=parse_fixed(price), volume=parse_fixed(volume), trade_id=trade_id, side="sell",
+        instrument=instrument,
+        ts_event=ts_ms * 1_000_000,
+        ts_recv=ts_ms * 1_000_000 + 1,
+        price=parse_fixed(price),
+        volume=parse_fixed(volume),
+        trade_id=trade_id,
+        side="sell",
     )
 
 
@@ -83,9 +105,23 @@ def test_exportticks_writes_exact_decimals_ordered_by_time_then_numeric_trade_id
         "2000,BTCUSDT,64000.123456789012,0.000000000001",
     ]
     target = tmp_path / "ticks.csv"
-    _run("exportticks", "--symbol", "BTCUSDT", "--feed", "bin", "--from", "1970-01-01T00:00:01.500", "--to",
-         "1970-01-01T00:00:03Z", "--output", str(target))
-    assert target.read_text().splitlines()[1:] == ["2000,BTCUSDT,1,0.5", "2000,BTCUSDT,64000.123456789012,0.000000000001"]
+    _run(
+        "exportticks",
+        "--symbol",
+        "BTCUSDT",
+        "--feed",
+        "bin",
+        "--from",
+        "1970-01-01T00:00:01.500",
+        "--to",
+        "1970-01-01T00:00:03Z",
+        "--output",
+        str(target),
+    )
+    assert target.read_text().splitlines()[1:] == [
+        "2000,BTCUSDT,1,0.5",
+        "2000,BTCUSDT,64000.123456789012,0.000000000001",
+    ]
 
 
 def test_exportticks_names_the_problem() -> None:
@@ -107,7 +143,12 @@ def test_recorded_ticks_returns_a_window_as_market_data() -> None:
     assert len(ticks) == 1
     [tick] = ticks
     assert (tick.symbol, tick.trade_id, tick.price, tick.volume, tick.ts_event, tick.side) == (
-        "BTCUSDT", "2", parse_fixed("5.000000000001"), parse_fixed("1"), 2000 * 10**6, Side.SELL
+        "BTCUSDT",
+        "2",
+        parse_fixed("5.000000000001"),
+        parse_fixed("1"),
+        2000 * 10**6,
+        Side.SELL,
     )
     with pytest.raises(InstrumentNotFound):
         recorded_ticks("bin", "ETHUSDT", 0, 1)

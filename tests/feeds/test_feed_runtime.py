@@ -1,4 +1,5 @@
 """The feed runtime as runfeed/runsite build it: streams, recorder and persisted checkpoints."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,14 +7,14 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
+from core.health import Status
+from core.runtime.core import Runtime
 from feeds.models import KnownHole, StreamCheckpoint, Tick
 from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
-from core.health import Status
-from core.runtime.core import Runtime
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -58,7 +59,9 @@ async def test_a_restarted_feed_process_recovers_the_trades_executed_while_it_wa
 
         await _run_until(first, first_batch_recorded)
         assert first.context.health.get("feed:bin").status is Status.HEALTHY  # type: ignore[union-attr]
-        checkpoints = await database_sync_to_async(lambda: set(StreamCheckpoint.objects.values_list("venue_symbol", flat=True)))()
+        checkpoints = await database_sync_to_async(
+            lambda: set(StreamCheckpoint.objects.values_list("venue_symbol", flat=True))
+        )()
         assert checkpoints == set(SYMBOLS)
 
         venue.release(1500)  # while no process runs
@@ -82,24 +85,32 @@ async def test_a_gap_older_than_the_venue_retention_is_recorded_as_a_known_hole_
             "bin", ("BTCUSDT",), venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
         )
         # A checkpoint from two days ago: Binance only keeps 24 h of aggTrades.
-        two_days_ago_ns = (venue._clock_ms() - 48 * 3600 * 1000) * 1_000_000  # noqa: SLF001
+        two_days_ago_ns = (venue._clock_ms() - 48 * 3600 * 1000) * 1_000_000
 
         def old_checkpoint() -> None:
             StreamCheckpoint.objects.create(
                 feed_id=Tick._meta.get_field("instrument").related_model.objects.get().feed_id,  # type: ignore[union-attr]
-                venue_symbol="BTCUSDT", trade_id="4000", ts_event=two_days_ago_ns, price=1, volume=1,
+                venue_symbol="BTCUSDT",
+                trade_id="4000",
+                ts_event=two_days_ago_ns,
+                price=1,
+                volume=1,
             )
 
         await database_sync_to_async(old_checkpoint)()
         runtime = Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))
-        holes = database_sync_to_async(lambda: list(KnownHole.objects.values_list("venue_symbol", "start_ns", "end_ns")))
+        holes = database_sync_to_async(
+            lambda: list(KnownHole.objects.values_list("venue_symbol", "start_ns", "end_ns"))
+        )
 
         async def hole_recorded_and_streaming() -> bool:
             if venue.stats.subscribe_messages and not venue.executed:
                 venue.release(300)
             health = runtime.context.health.get("feed:bin")
-            return bool(await holes()) and await database_sync_to_async(Tick.objects.count)() > 0 and (
-                health is not None and health.status is Status.DEGRADED and "known hole" in health.reason
+            return (
+                bool(await holes())
+                and await database_sync_to_async(Tick.objects.count)() > 0
+                and (health is not None and health.status is Status.DEGRADED and "known hole" in health.reason)
             )
 
         await _run_until(runtime, hole_recorded_and_streaming)

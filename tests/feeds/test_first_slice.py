@@ -1,23 +1,26 @@
 """The first live slice: simulated venue -> stream -> fan-out -> conflated browser pushes."""
+
 from __future__ import annotations
 
 import asyncio
 
-from feeds.distribution.fanout import FeedFanout, drain
-from feeds.market import FeedData, MarketData, Side, parse_fixed
 from core.fixed_point import fixed_to_str
+from core.health import HealthBoard, Status
+from feeds.distribution.fanout import FeedFanout, drain
 from feeds.distribution.price_publisher import PricePublisher
+from feeds.market import FeedData, MarketData, Side, parse_fixed
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.simulated import VENUE, SimulatedMarket
 from tests.feeds.doubles import deliver_burst
-from core.health import HealthBoard, Status
 
 SPECS = (InstrumentSpec("BTC-USD", "0.1", "0.001"), InstrumentSpec("DOGE-USD", "0.00001", "10"))
 
 
 def market(seed: int = 7) -> SimulatedMarket:
-    return SimulatedMarket(seed=seed, volatility_bps=5, instruments=SPECS, start_prices={"BTC-USD": "64000", "DOGE-USD": "0.15"})
+    return SimulatedMarket(
+        seed=seed, volatility_bps=5, instruments=SPECS, start_prices={"BTC-USD": "64000", "DOGE-USD": "0.15"}
+    )
 
 
 def test_the_same_seed_gives_the_same_trades_and_another_seed_does_not() -> None:
@@ -32,30 +35,51 @@ def test_simulated_trades_respect_tick_and_lot_sizes() -> None:
     for i in range(500):
         for frame in sim.next_round(1_700_000_000_000 + i):
             (trade,) = VENUE.parse(frame, 0)
-            tick, lot = (parse_fixed("0.1"), parse_fixed("0.001")) if trade.symbol == "BTC-USD" else (parse_fixed("0.00001"), parse_fixed("10"))
+            tick, lot = (
+                (parse_fixed("0.1"), parse_fixed("0.001"))
+                if trade.symbol == "BTC-USD"
+                else (parse_fixed("0.00001"), parse_fixed("10"))
+            )
             assert trade.price > 0 and trade.price % tick == 0
             assert trade.volume > 0 and trade.volume % lot == 0
 
 
 def test_parse_reads_the_frame_exactly() -> None:
     frame = b'{"e":"trade","s":"BTC-USD","t":42,"p":"64012.5","q":"0.013","T":1732924800123,"m":true}'
-    assert VENUE.parse(frame, 99) == [MarketData(
-        symbol="BTC-USD", price=parse_fixed("64012.5"), volume=parse_fixed("0.013"),
-        ts_event=1_732_924_800_123_000_000, ts_recv=99, trade_id="42", side=Side.SELL,
-    )]
+    assert VENUE.parse(frame, 99) == [
+        MarketData(
+            symbol="BTC-USD",
+            price=parse_fixed("64012.5"),
+            volume=parse_fixed("0.013"),
+            ts_event=1_732_924_800_123_000_000,
+            ts_recv=99,
+            trade_id="42",
+            side=Side.SELL,
+        )
+    ]
     assert VENUE.parse(b'{"e":"heartbeat"}', 0) == []
 
 
 async def test_stream_counts_and_skips_malformed_frames_and_sets_duration_since_last() -> None:
     delivered: list[FeedData] = []
     stream = build_local_stream(
-        FeedSpec("sim", "simulated", {}, SPECS), VENUE, publish=delivered.append, health=HealthBoard(), clock_ns=lambda: 5,
+        FeedSpec("sim", "simulated", {}, SPECS),
+        VENUE,
+        publish=delivered.append,
+        health=HealthBoard(),
+        clock_ns=lambda: 5,
     )
     good = b'{"e":"trade","s":"BTC-USD","t":%d,"p":"1.5","q":"1","T":%d,"m":false}'
-    await deliver_burst(stream, [
-        good % (1, 1_732_924_800_000), b"{not json", b'{"e":"trade","s":"BTC-USD"}', good % (2, 1_732_924_800_250),
-        b'{"e":"trade","s":"X","t":1,"p":"1e3","q":"1","T":1732924800000,"m":false}',
-    ])
+    await deliver_burst(
+        stream,
+        [
+            good % (1, 1_732_924_800_000),
+            b"{not json",
+            b'{"e":"trade","s":"BTC-USD"}',
+            good % (2, 1_732_924_800_250),
+            b'{"e":"trade","s":"X","t":1,"p":"1e3","q":"1","T":1732924800000,"m":false}',
+        ],
+    )
     (batch,) = delivered
     events = batch.events
     assert [e.trade_id for e in events] == ["1", "2"]
@@ -78,7 +102,9 @@ def trade(symbol: str, price: str, ts: int) -> MarketData:
 
 async def test_publisher_conflates_many_trades_into_one_row_per_instrument() -> None:
     now = [0.0]
-    publisher = PricePublisher(RecordingLayer(), {("sim", "BTC-USD"): "BTC-USD"}, interval_s=0.25, full_every_s=5, clock=lambda: now[0])
+    publisher = PricePublisher(
+        RecordingLayer(), {("sim", "BTC-USD"): "BTC-USD"}, interval_s=0.25, full_every_s=5, clock=lambda: now[0]
+    )
     for i in range(1000):
         await publisher.consume(FeedData("sim", (trade("BTC-USD", f"{100 + i}.5", i),)))
     message = publisher.take_message()

@@ -1,15 +1,17 @@
 """Fixed-point numbers are exact: parsed from decimal strings without float, at
 SCALE_DIGITS (12) places, inside one documented range (|value| <= FIXED_MAX_ABS)."""
+
 from __future__ import annotations
 
 from decimal import Decimal, localcontext
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-import feeds.market as market
-from feeds.market import fixed_from_decimal, fixed_from_whole, fixed_to_decimal, parse_fixed
 from core.fixed_point import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE, SCALE_DIGITS, FixedPointError, fixed_to_str
+from feeds.market import fixed_from_decimal, fixed_from_whole, fixed_to_decimal, parse_fixed
 
 
 def test_the_scale_is_twelve_places_and_the_range_is_eighteen_whole_digits() -> None:
@@ -20,22 +22,44 @@ def test_the_scale_is_twelve_places_and_the_range_is_eighteen_whole_digits() -> 
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("0.1", SCALE // 10), ("64012.50", 64_012_500_000_000_000), ("-0.000000000001", -1), ("7", 7 * SCALE),
-     (".5", SCALE // 2), ("5.", 5 * SCALE), ("+1.25", 1_250_000_000_000), ("0.123456789012000", 123_456_789_012),
-     ("0.000000000012", 12), ("0.000000012", 12_000), ("15000000", 15_000_000 * SCALE),
-     ("000000000000000000000001", SCALE), ("999999999999999999.999999999999", FIXED_MAX_ABS)],
+    [
+        ("0.1", SCALE // 10),
+        ("64012.50", 64_012_500_000_000_000),
+        ("-0.000000000001", -1),
+        ("7", 7 * SCALE),
+        (".5", SCALE // 2),
+        ("5.", 5 * SCALE),
+        ("+1.25", 1_250_000_000_000),
+        ("0.123456789012000", 123_456_789_012),
+        ("0.000000000012", 12),
+        ("0.000000012", 12_000),
+        ("15000000", 15_000_000 * SCALE),
+        ("000000000000000000000001", SCALE),
+        ("999999999999999999.999999999999", FIXED_MAX_ABS),
+    ],
 )
 def test_parse_fixed_is_exact(text: str, value: int) -> None:
     assert parse_fixed(text) == value
 
 
-@pytest.mark.parametrize("text", [
-    "", ".", "-", "1e5", "NaN", "1,5", " 1", "0x10", "1.2.3",
-    "0.0000000000001",  # 13 places
-    "1000000000000000000",  # 19 whole digits: beyond FIXED_MAX_ABS
-    "-1000000000000000000.5",
-    "9" * 5000,  # refused on its length, never built as an integer
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        ".",
+        "-",
+        "1e5",
+        "NaN",
+        "1,5",
+        " 1",
+        "0x10",
+        "1.2.3",
+        "0.0000000000001",  # 13 places
+        "1000000000000000000",  # 19 whole digits: beyond FIXED_MAX_ABS
+        "-1000000000000000000.5",
+        "9" * 5000,  # refused on its length, never built as an integer
+    ],
+)
 def test_parse_fixed_refuses_what_it_cannot_represent_exactly(text: str) -> None:
     with pytest.raises(FixedPointError):
         parse_fixed(text)
@@ -81,10 +105,17 @@ def test_decimals_wider_than_the_default_context_are_not_rounded() -> None:
     assert fixed_to_decimal(123456789012345678123456789012) == value
 
 
-@pytest.mark.parametrize("value", [
-    Decimal("0.0000000000001"), Decimal("1E18"), Decimal("-1E18"), Decimal("NaN"), Decimal("Infinity"),
-    Decimal("1E999999999"),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        Decimal("0.0000000000001"),
+        Decimal("1E18"),
+        Decimal("-1E18"),
+        Decimal("NaN"),
+        Decimal("Infinity"),
+        Decimal("1E999999999"),
+    ],
+)
 def test_fixed_from_decimal_refuses_rounding_and_values_out_of_range(value: Decimal) -> None:
     with pytest.raises(FixedPointError):
         fixed_from_decimal(value)

@@ -1,26 +1,28 @@
 """Fixed-point columns hold every value exactly: 12 places, the documented range on
 PostgreSQL (numeric(38,0)), int64 on SQLite with anything wider refused cleanly; the
 tick recorder's writers store them; the scale migration rescales existing rows exactly."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Sum
 
-from feeds.market import FeedData, Side, parse_fixed
 from core.fixed_point import FIXED_MAX_ABS, SCALE, SQLITE_FIXED_MAX_ABS
+from core.fixed_point_field import FixedPointRangeError, max_abs_for
+from core.fixed_point_rescale import RescaleRefused
+from feeds.market import FeedData, Side, parse_fixed
 from feeds.models import StreamCheckpoint, Tick
+from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import BulkInsertWriter, PostgresCopyWriter
-from feeds.recording.database_writer import pipelined_writer_for_database
 from tests.feeds.factories import make_feed, trade
-from core.fixed_point_field import FixedPointRangeError, max_abs_for
-from core.fixed_point_rescale import RescaleRefused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +31,9 @@ BTC_JPY = parse_fixed("15000000.123456789012")  # beyond int64 at 12 places
 
 
 def _tick(instrument: Any, n: int, price: int, volume: int) -> Tick:
-    return Tick.objects.create(instrument=instrument, ts_event=n, ts_recv=n, price=price, volume=volume, trade_id=str(n))
+    return Tick.objects.create(
+        instrument=instrument, ts_event=n, ts_recv=n, price=price, volume=volume, trade_id=str(n)
+    )
 
 
 def test_twelve_places_round_trip_and_sum_exactly() -> None:
@@ -65,13 +69,19 @@ def test_postgresql_stores_sums_and_filters_values_beyond_int64_exactly() -> Non
     _tick(instrument, 1, BTC_JPY, FIXED_MAX_ABS)
     _tick(instrument, 2, BTC_JPY + 1, FIXED_MAX_ABS)
     assert list(Tick.objects.order_by("pk").values_list("price", "volume")) == [
-        (BTC_JPY, FIXED_MAX_ABS), (BTC_JPY + 1, FIXED_MAX_ABS),
+        (BTC_JPY, FIXED_MAX_ABS),
+        (BTC_JPY + 1, FIXED_MAX_ABS),
     ]
-    assert Tick.objects.aggregate(v=Sum("volume"))["v"] == 2 * FIXED_MAX_ABS  # past numeric(38,0)'s column width is fine in SUM
+    assert (
+        Tick.objects.aggregate(v=Sum("volume"))["v"] == 2 * FIXED_MAX_ABS
+    )  # past numeric(38,0)'s column width is fine in SUM
     assert Tick.objects.filter(price__gt=BTC_JPY).get().ts_event == 2
     with connection.cursor() as cursor:
-        cursor.execute("SELECT data_type, numeric_precision, numeric_scale FROM information_schema.columns "
-                       "WHERE table_name = %s AND column_name = 'price'", [Tick._meta.db_table])
+        cursor.execute(
+            "SELECT data_type, numeric_precision, numeric_scale FROM information_schema.columns "
+            "WHERE table_name = %s AND column_name = 'price'",
+            [Tick._meta.db_table],
+        )
         assert cursor.fetchone() == ("numeric", 38, 0)
 
 
@@ -153,15 +163,22 @@ def test_the_migration_multiplies_stored_values_by_10_000_exactly(old_scale_apps
     apps = old_scale_apps
     Feed, Instrument, OldTick = (apps.get_model("feeds", name) for name in ("Feed", "Instrument", "Tick"))
     feed = Feed.objects.create(name="old", venue="simulated", market_type="simulated")
-    instrument = Instrument.objects.create(feed=feed, symbol="BTC", venue_symbol="BTC", tick_size="0.1", lot_size="0.001")
+    instrument = Instrument.objects.create(
+        feed=feed, symbol="BTC", venue_symbol="BTC", tick_size="0.1", lot_size="0.001"
+    )
     # At 8 places: 64000.12345678 and 0.00000001, and the largest an int64 holds after x 10**4.
     OldTick.objects.create(instrument=instrument, ts_event=1, ts_recv=1, price=6_400_012_345_678, volume=1)
     OldTick.objects.create(instrument=instrument, ts_event=2, ts_recv=2, price=SQLITE_FIXED_MAX_ABS // 10**4, volume=-3)
     User = apps.get_model("auth", "User")
     Account, Ledger, Entry = (apps.get_model("orders", name) for name in ("Account", "CapitalLedger", "LedgerEntry"))
     account = Account.objects.create(owner=User.objects.create(username="u"), name="a", allocated_capital="1000.5")
-    Ledger.objects.create(account=account, allocated_capital=100_050_000_000, reserved_for_orders=7,
-                          reserved_for_positions=5, realized_pnl=-3)
+    Ledger.objects.create(
+        account=account,
+        allocated_capital=100_050_000_000,
+        reserved_for_orders=7,
+        reserved_for_positions=5,
+        realized_pnl=-3,
+    )
     Entry.objects.create(account=account, kind="allocate", delta_allocated=100_050_000_000)
 
     _migrate(_latest())
@@ -173,8 +190,16 @@ def test_the_migration_multiplies_stored_values_by_10_000_exactly(old_scale_apps
     from orders.models import CapitalLedger, LedgerEntry
 
     ledger = CapitalLedger.objects.get()
-    assert (ledger.allocated_capital, ledger.reserved_for_orders, ledger.reserved_for_positions, ledger.realized_pnl) == (
-        parse_fixed("1000.5"), parse_fixed("0.00000007"), parse_fixed("0.00000005"), -parse_fixed("0.00000003"),
+    assert (
+        ledger.allocated_capital,
+        ledger.reserved_for_orders,
+        ledger.reserved_for_positions,
+        ledger.realized_pnl,
+    ) == (
+        parse_fixed("1000.5"),
+        parse_fixed("0.00000007"),
+        parse_fixed("0.00000005"),
+        -parse_fixed("0.00000003"),
     )
     assert LedgerEntry.objects.get().delta_allocated == parse_fixed("1000.5")
 
@@ -184,7 +209,9 @@ def test_on_sqlite_the_migration_refuses_a_value_that_would_overflow_and_changes
     apps = old_scale_apps
     Feed, Instrument, OldTick = (apps.get_model("feeds", name) for name in ("Feed", "Instrument", "Tick"))
     feed = Feed.objects.create(name="old", venue="simulated", market_type="simulated")
-    instrument = Instrument.objects.create(feed=feed, symbol="BTC", venue_symbol="BTC", tick_size="0.1", lot_size="0.001")
+    instrument = Instrument.objects.create(
+        feed=feed, symbol="BTC", venue_symbol="BTC", tick_size="0.1", lot_size="0.001"
+    )
     too_wide = SQLITE_FIXED_MAX_ABS // 10**4 + 1  # 922,337,203,685,478 at 8 places: fine then, not at 12
     OldTick.objects.create(instrument=instrument, ts_event=1, ts_recv=1, price=too_wide, volume=1)
     OldTick.objects.create(instrument=instrument, ts_event=2, ts_recv=2, price=5, volume=1)

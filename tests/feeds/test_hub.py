@@ -1,4 +1,5 @@
 """The shared hub: each subscriber's own policy decides what falling behind costs."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ class Counted:
         self.counts: dict[str, int] = {}
         self._label = ""
 
-    def labels(self, subscriber: str) -> "Counted":
+    def labels(self, subscriber: str) -> Counted:
         self._label = subscriber
         return self
 

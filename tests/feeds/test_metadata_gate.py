@@ -4,22 +4,25 @@ Runs the feed runtime as runfeed/runsite build it (the real stream composition, 
 recorder, the database) against the local fake Binance USD-M venue, whose REST port
 serves exchangeInfo.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
-from typing import AsyncIterator
 
 import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from core.health import Health, Status
+from core.runtime.core import Runtime
+from feeds.distribution.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
 from feeds.market import parse_fixed
 from feeds.models import Feed, Instrument, Tick
-from feeds.distribution.redispub.metadata import MetadataRefreshError, instrument_metadata_refresh
 from feeds.startup import FeedHubs, feed_startup_tasks
 from orders.plans import TradePlan, plans_for_signal
 from processor.signals import SignalKind
@@ -28,8 +31,6 @@ from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import fast_runtime_streams
 from tests.helpers import async_eventually
 from tests.orders.factories import make_instrument, make_setup, make_signal
-from core.health import Health, Status
-from core.runtime.core import Runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,7 +97,9 @@ def _trading_strategy():  # type: ignore[no-untyped-def]
     return strategy
 
 
-async def test_an_instrument_the_venue_does_not_list_is_not_subscribed_and_the_rest_of_the_feed_streams(fast_gate) -> None:  # type: ignore[no-untyped-def]
+async def test_an_instrument_the_venue_does_not_list_is_not_subscribed_and_the_rest_of_the_feed_streams(
+    fast_gate,
+) -> None:  # type: ignore[no-untyped-def]
     async with FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}
         await database_sync_to_async(_binance_feed)(venue)
@@ -145,8 +148,13 @@ async def test_with_the_metadata_endpoint_down_no_socket_is_dialled_until_the_me
             assert plan.metadata_missing is None
 
 
-async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribes_the_instrument_and_plans_trade_it(fast_gate) -> None:  # type: ignore[no-untyped-def]
-    async with FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue, FakeBinanceUsdm(make_tape(1, SYMBOLS)) as rest_elsewhere:
+async def test_metadata_the_hourly_refresh_stores_from_another_process_subscribes_the_instrument_and_plans_trade_it(
+    fast_gate,
+) -> None:  # type: ignore[no-untyped-def]
+    async with (
+        FakeBinanceUsdm(make_tape(400, SYMBOLS)) as venue,
+        FakeBinanceUsdm(make_tape(1, SYMBOLS)) as rest_elsewhere,
+    ):
         venue.listed, rest_elsewhere.listed = {"BTCUSDT"}, set(SYMBOLS)
         await database_sync_to_async(_binance_feed)(venue)
         async with running(Runtime(feed_startup_tasks(FeedHubs(), ["bin"]))) as runtime:
@@ -201,8 +209,12 @@ async def test_stored_metadata_still_fresh_lets_the_feed_start_while_the_venue_l
 
         def confirmed(btc_age_s: float, eth_age_s: float) -> None:
             now = timezone.now()
-            Instrument.objects.filter(venue_symbol="BTCUSDT").update(metadata_refreshed_at=now - timedelta(seconds=btc_age_s))
-            Instrument.objects.filter(venue_symbol="ETHUSDT").update(metadata_refreshed_at=now - timedelta(seconds=eth_age_s))
+            Instrument.objects.filter(venue_symbol="BTCUSDT").update(
+                metadata_refreshed_at=now - timedelta(seconds=btc_age_s)
+            )
+            Instrument.objects.filter(venue_symbol="ETHUSDT").update(
+                metadata_refreshed_at=now - timedelta(seconds=eth_age_s)
+            )
 
         # BTCUSDT was confirmed a minute ago; ETHUSDT long before the metadata's lifetime.
         await database_sync_to_async(confirmed)(60, 5 * 3600 * 3)
@@ -234,6 +246,7 @@ async def test_a_simulated_feed_has_its_metadata_locally_and_trades_at_once(fast
 
 
 # --- helpers ----------------------------------------------------------------------------
+
 
 async def _any(value: object) -> bool:
     return bool(value)
@@ -278,9 +291,9 @@ async def test_the_running_site_shows_the_held_instruments_on_internal_health(fa
 async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_says_so(fast_gate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from django.db import OperationalError
 
+    from core.health import HealthBoard
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from core.health import HealthBoard
 
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}
@@ -306,9 +319,9 @@ async def test_a_database_error_during_a_later_check_keeps_the_last_state_and_sa
 
 
 async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(fast_gate) -> None:  # type: ignore[no-untyped-def]
+    from core.health import HealthBoard
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from core.health import HealthBoard
 
     await database_sync_to_async(make_feed)("bin", SYMBOLS, venue="simulated")
     [spec] = await database_sync_to_async(feed_specs_for_run)(["bin"])
@@ -328,9 +341,9 @@ async def test_a_failing_follower_does_not_stop_the_gate_or_the_other_followers(
 
 
 async def test_failed_fetches_ask_the_venue_again_after_doubling_waits(fast_gate) -> None:  # type: ignore[no-untyped-def]
+    from core.health import HealthBoard
     from feeds.distribution import metadata_gate
     from feeds.selectors import feed_specs_for_run
-    from core.health import HealthBoard
 
     now = [1000.0]
     async with FakeBinanceUsdm(make_tape(10, SYMBOLS)) as venue:

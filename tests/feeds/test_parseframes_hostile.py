@@ -1,4 +1,5 @@
 """manage.py parseframes reports a hostile line with its reason and goes on with the next."""
+
 from __future__ import annotations
 
 import io
@@ -31,9 +32,11 @@ def test_invalid_utf8_deep_json_and_huge_integers_are_reported_and_the_next_line
         TRADE % 1,
         b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1,"s":"BTC\xff\xfe","a":2,"p":"1","q":"1","T":1732924800123,"m":true}}',
         b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","x":' + b"[" * 1000 + b"]" * 1000 + b"}}",
-        b'{"stream":"btcusdt@bookTicker","data":{"e":"bookTicker","u":' + b"9" * 30
+        b'{"stream":"btcusdt@bookTicker","data":{"e":"bookTicker","u":'
+        + b"9" * 30
         + b',"T":1732924800123,"s":"BTCUSDT","b":"1","B":"1","a":"2","A":"1"}}',
-        b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1,"s":"BTCUSDT","a":3,"p":"' + b"9" * 30
+        b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1,"s":"BTCUSDT","a":3,"p":"'
+        + b"9" * 30
         + b'","q":"1","T":1732924800123,"m":true}}',
         b"\xff" * 40,
         TRADE % 4,

@@ -4,6 +4,7 @@ The fake Binance USD-M venue (a real local websocket server) sends hostile frame
 order between its trades; the runtime runfeed builds (supervised stream, recorder,
 database) must count each as malformed with its reason and record all the others.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,14 +13,14 @@ import pytest
 from channels.db import database_sync_to_async
 from prometheus_client import REGISTRY
 
+from core.health import Status
+from core.runtime.core import Runtime
 from feeds.models import Tick
 from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import expected_trades, fast_runtime_streams
 from tests.helpers import async_eventually
-from core.health import Status
-from core.runtime.core import Runtime
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -48,9 +49,7 @@ POISON: list[tuple[str | bytes, str]] = [
 
 
 def _malformed(reason: str) -> float:
-    return REGISTRY.get_sample_value(
-        "feed_frames_malformed_total", {"venue": "binance-usdm", "reason": reason}
-    ) or 0.0
+    return REGISTRY.get_sample_value("feed_frames_malformed_total", {"venue": "binance-usdm", "reason": reason}) or 0.0
 
 
 @pytest.fixture
@@ -69,6 +68,7 @@ async def test_poison_frames_between_live_trades_are_counted_and_every_good_trad
         task = asyncio.create_task(runtime.run())
         count = database_sync_to_async(Tick.objects.count)
         try:
+
             async def subscribed() -> bool:
                 assert not task.done(), "the runtime stopped"
                 return venue.stats.subscribe_messages >= 1
@@ -98,9 +98,13 @@ async def test_poison_frames_between_live_trades_are_counted_and_every_good_trad
             assert await task == 0
 
     recorded: dict[str, list[tuple[str, int, int, int]]] = {}
-    for symbol, trade_id, price, volume, ts in await database_sync_to_async(lambda: list(
-        Tick.objects.order_by("pk").values_list("instrument__venue_symbol", "trade_id", "price", "volume", "ts_event")
-    ))():
+    for symbol, trade_id, price, volume, ts in await database_sync_to_async(
+        lambda: list(
+            Tick.objects.order_by("pk").values_list(
+                "instrument__venue_symbol", "trade_id", "price", "volume", "ts_event"
+            )
+        )
+    )():
         recorded.setdefault(symbol, []).append((trade_id, price, volume, ts))
     assert recorded == expected_trades(venue)
     expected_counts: dict[str, int] = {}

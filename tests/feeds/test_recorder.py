@@ -1,23 +1,24 @@
 """The tick recorder: every MarketData persisted exactly, in batches, with its checkpoint."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 from channels.db import database_sync_to_async
 
+from core.health import HealthBoard, Status
 from feeds.distribution.fanout import FeedFanout, drain
 from feeds.market import FeedData, Side
 from feeds.models import StreamCheckpoint, Tick
-from feeds.recording.tick_address import TickAddress
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from feeds.recording.recorder import TickRecorder
+from feeds.recording.tick_address import TickAddress
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import BulkInsertWriter, CheckpointRow, PostgresCopyWriter, TickRow
-from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
-from core.health import HealthBoard, Status
 
 
 class ListWriter:
@@ -82,7 +83,9 @@ async def test_close_writes_everything_still_buffered() -> None:
 async def test_full_buffer_drops_whole_batches_counts_them_and_reports_degraded() -> None:
     health = HealthBoard()
     writer = ListWriter()
-    recorder = TickRecorder(writer, KEYS, batch_size=2, capacity=4, flush_interval_s=60, health=health, run_sync=_direct)
+    recorder = TickRecorder(
+        writer, KEYS, batch_size=2, capacity=4, flush_interval_s=60, health=health, run_sync=_direct
+    )
     recorder.offer(FeedData("f", (trade(1), trade(2), trade(3))))
     recorder.offer(FeedData("f", (trade(4), trade(5))))  # 3 + 2 > 4: dropped
     assert recorder.stats.overflow == 2
@@ -142,11 +145,29 @@ def _record_through_database(writer_factory) -> None:  # type: ignore[no-untyped
         await recorder.close()
 
     asyncio.run(go())
-    stored = list(Tick.objects.order_by("pk").values_list(
-        "instrument__venue_symbol", "ts_event", "ts_recv", "price", "volume", "duration_since_last_ns", "trade_id", "side"
-    ))
+    stored = list(
+        Tick.objects.order_by("pk").values_list(
+            "instrument__venue_symbol",
+            "ts_event",
+            "ts_recv",
+            "price",
+            "volume",
+            "duration_since_last_ns",
+            "trade_id",
+            "side",
+        )
+    )
     assert stored == [
-        (e.symbol, e.ts_event, e.ts_recv, e.price, e.volume, e.duration_since_last_ns, e.trade_id, e.side.value if e.side else "")
+        (
+            e.symbol,
+            e.ts_event,
+            e.ts_recv,
+            e.price,
+            e.volume,
+            e.duration_since_last_ns,
+            e.trade_id,
+            e.side.value if e.side else "",
+        )
         for e in events
     ]
     checkpoints = {c.venue_symbol: c.trade_id for c in StreamCheckpoint.objects.filter(feed=feed)}
@@ -169,7 +190,9 @@ def test_postgres_copy_writer_stores_exact_integers() -> None:
 async def test_recorder_as_fanout_consumer_records_every_published_tick() -> None:
     await database_sync_to_async(make_feed)("f", ("BTCUSDT",))
     keys = await database_sync_to_async(tick_addresses)(["f"])
-    recorder = TickRecorder(await database_sync_to_async(writer_for_database)(), keys, batch_size=50, flush_interval_s=0.01)
+    recorder = TickRecorder(
+        await database_sync_to_async(writer_for_database)(), keys, batch_size=50, flush_interval_s=0.01
+    )
     fanout = FeedFanout()
     queue = fanout.subscribe("recorder")
     tasks = [asyncio.create_task(drain("recorder", queue, recorder.consume)), asyncio.create_task(recorder.run())]

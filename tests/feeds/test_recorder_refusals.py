@@ -1,21 +1,22 @@
 """A row the database refuses never stalls the recorder: it is refused with a reason, the rest is written."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from channels.db import database_sync_to_async
 
+from core.health import HealthBoard, Status
 from feeds.market import FeedData, MarketData
 from feeds.models import KnownHole, StreamCheckpoint, Tick
+from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.recording.tick_writer import PipelinedWriter, TickWriter
-from feeds.recording.database_writer import pipelined_writer_for_database, writer_for_database
 from tests.feeds.factories import make_feed, trade
 from tests.helpers import async_eventually
-from core.health import HealthBoard, Status
 
 # Beyond what any database stores: 64-bit integers on SQLite, numeric(38,0) on PostgreSQL.
 BEYOND_STORAGE = 10**38
@@ -31,10 +32,12 @@ WRITERS: dict[str, Callable[[], TickWriter | PipelinedWriter]] = {
 }
 
 
-@pytest.fixture(params=[
-    pytest.param("in-process writer"),
-    pytest.param("writer process", marks=pytest.mark.needs_postgres),
-])
+@pytest.fixture(
+    params=[
+        pytest.param("in-process writer"),
+        pytest.param("writer process", marks=pytest.mark.needs_postgres),
+    ]
+)
 def writer_factory(request: pytest.FixtureRequest) -> Callable[[], TickWriter | PipelinedWriter]:
     return WRITERS[request.param]
 
@@ -49,8 +52,12 @@ async def test_a_batch_with_one_poison_row_records_the_rest_and_later_batches_to
     keys = await database_sync_to_async(tick_addresses)(["f"])
     health = HealthBoard()
     recorder = TickRecorder(
-        await database_sync_to_async(writer_factory)(), keys, batch_size=5, flush_interval_s=0.01,
-        retry_delay_s=0.01, health=health,
+        await database_sync_to_async(writer_factory)(),
+        keys,
+        batch_size=5,
+        flush_interval_s=0.01,
+        retry_delay_s=0.01,
+        health=health,
     )
     task = asyncio.create_task(recorder.run())
     stored = database_sync_to_async(_stored)

@@ -1,16 +1,17 @@
 """Backoff with full jitter, the circuit breaker and the fail-closed token bucket."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
 
+from core.health import Status
 from feeds.streams.backoff import FullJitterBackoff
 from feeds.streams.breaker import BreakerState, CircuitBreaker
 from feeds.streams.venue_limiter import RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
 from feeds.venues.base import PublishedLimits
 from tests.feeds.doubles import FakeClock
-from core.health import Status
 
 
 def test_backoff_delays_stay_within_the_exponential_ceiling() -> None:
@@ -82,8 +83,9 @@ def test_success_resets_the_failure_count() -> None:
 
 
 async def test_rate_limiter_takes_a_fraction_of_the_published_limit_and_fails_closed() -> None:
-    limits = PublishedLimits(rest_weight=100, rest_period_s=3600, trades_request_weight=20,
-                             dials=4, dial_period_s=3600, messages_per_s=None)
+    limits = PublishedLimits(
+        rest_weight=100, rest_period_s=3600, trades_request_weight=20, dials=4, dial_period_s=3600, messages_per_s=None
+    )
     limiter = VenueRateLimiter(limits, fraction=0.5, max_wait_s=0.01)
     await limiter.acquire_rest()
     await limiter.acquire_rest()  # 40 of the 50 allowed

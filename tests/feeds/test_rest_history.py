@@ -1,12 +1,13 @@
 """Trade history paging for gap recovery: Binance by time windows, bitFlyer by id."""
+
 from __future__ import annotations
 
-from feeds.streams.consistency import TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.market import MarketData, parse_fixed
+from feeds.streams.consistency import TradeStreamConsistencyController, TradeStreamStateStore
 from feeds.streams.gap_recovery import RuntimeRecoveryCoordinator, TradeRecoveryController
 from feeds.streams.rest_history import RestTradeHistory
-from feeds.venues import get_venue
 from feeds.streams.window_planner import TradeRecoveryWindow, TradeRecoveryWindowPlanner
+from feeds.venues import get_venue
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.fakes.bitflyer_rest import Execution, FakeBitflyerRest
 
@@ -15,7 +16,7 @@ async def test_binance_window_with_more_than_a_page_continues_by_id_and_stops_at
     async with FakeBinanceUsdm(make_tape(3600, ("BTCUSDT",))) as venue:
         venue.release(3500)  # all in one millisecond: only id paging can get past the first page
         ts_ms = venue.executed[0].ts_ms
-        venue._clock_ms = lambda: ts_ms + 10  # noqa: SLF001 - later trades land after the window
+        venue._clock_ms = lambda: ts_ms + 10
         venue.release(100)
         history = RestTradeHistory(get_venue("binance-usdm"), {"rest_url": venue.rest_url})  # type: ignore[arg-type]
         try:
@@ -27,8 +28,13 @@ async def test_binance_window_with_more_than_a_page_continues_by_id_and_stops_at
 
 
 def _execution(exec_id: int) -> Execution:
-    return Execution(exec_id, "BUY" if exec_id % 2 else "SELL", f"{13_633_000 + exec_id}.0", "0.01",
-                     f"2026-11-30T01:00:{exec_id % 60:02d}.123")
+    return Execution(
+        exec_id,
+        "BUY" if exec_id % 2 else "SELL",
+        f"{13_633_000 + exec_id}.0",
+        "0.01",
+        f"2026-11-30T01:00:{exec_id % 60:02d}.123",
+    )
 
 
 async def test_bitflyer_recovery_walks_ids_backwards_from_the_newest_down_to_the_checkpoint() -> None:
@@ -36,12 +42,14 @@ async def test_bitflyer_recovery_walks_ids_backwards_from_the_newest_down_to_the
         venue = get_venue("bitflyer")
         history = RestTradeHistory(venue, {"rest_url": rest.url})  # type: ignore[arg-type]
         consistency = TradeStreamConsistencyController(TradeStreamStateStore())
-        checkpoint = MarketData("BTC_JPY", parse_fixed("13633100"), parse_fixed("0.01"),
-                                1_796_000_000_000_000_000, 0, trade_id="100")
+        checkpoint = MarketData(
+            "BTC_JPY", parse_fixed("13633100"), parse_fixed("0.01"), 1_796_000_000_000_000_000, 0, trade_id="100"
+        )
         consistency.restore_checkpoint(checkpoint)
         delivered: list[MarketData] = []
         coordinator = RuntimeRecoveryCoordinator(
-            consistency.store, TradeRecoveryWindowPlanner(31 * 86_400_000),
+            consistency.store,
+            TradeRecoveryWindowPlanner(31 * 86_400_000),
             TradeRecoveryController(history, consistency, sink=delivered.extend),
         )
         try:

@@ -1,4 +1,5 @@
 """Invariants of the stream runtime's parts: heartbeat, reconnect, supervisor, scheduler."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,10 @@ import pytest
 from feeds.streams.heartbeat_monitor import HeartbeatMonitor, HeartbeatState
 from feeds.streams.reconnect import ReconnectCoordinator, ReconnectState
 from feeds.streams.runtime_events import (
-    HeartbeatTimeoutEvent, ReconnectCompletedEvent, ReconnectFailedEvent, ReconnectStartedEvent,
+    HeartbeatTimeoutEvent,
+    ReconnectCompletedEvent,
+    ReconnectFailedEvent,
+    ReconnectStartedEvent,
 )
 from feeds.streams.scheduler import RuntimeScheduler
 from feeds.streams.supervisor import RuntimeSupervisor, SupervisorState

@@ -1,18 +1,25 @@
 """Supervised streams against the fake Binance USD-M venue: no gap, no duplicate, through faults."""
+
 from __future__ import annotations
 
 import asyncio
-import random
 
+from core.health import HealthBoard, Status
 from feeds.streams.breaker import BreakerState
 from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.venues import get_venue
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.stream_harness import (
-    FAST_POLICY, Collector, delivered_trades, expected_trades, feed_spec, start_streams, stop, with_policy,
+    FAST_POLICY,
+    Collector,
+    delivered_trades,
+    expected_trades,
+    feed_spec,
+    start_streams,
+    stop,
+    with_policy,
 )
 from tests.helpers import async_eventually
-from core.health import HealthBoard, Status
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 
@@ -155,7 +162,7 @@ async def test_backoff_delays_of_streams_are_not_in_lockstep() -> None:
             for _, tasks in runs:
                 await stop(tasks)
         for streams, _ in runs:
-            backoff = streams[0]._backoff  # noqa: SLF001 - the delays are what is under test
+            backoff = streams[0]._backoff
             delays.append([backoff.next_delay() for _ in range(4)])
         assert len({tuple(round(d, 9) for d in row) for row in delays}) == 3
 
@@ -183,8 +190,12 @@ async def test_a_venue_unreachable_at_start_gets_one_stream_that_keeps_asking_fo
     async with FakeBinanceUsdm(make_tape(200, SYMBOLS)) as venue:
         collector = Collector()
         streams = await build_feed_streams(
-            feed_spec(venue, SYMBOLS), flaky, publish=collector.publish, health=HealthBoard(),  # type: ignore[arg-type]
-            limiter=None, settings=FeedStreamSettings(policy=FAST_POLICY),
+            feed_spec(venue, SYMBOLS),
+            flaky,
+            publish=collector.publish,
+            health=HealthBoard(),  # type: ignore[arg-type]
+            limiter=None,
+            settings=FeedStreamSettings(policy=FAST_POLICY),
         )
         assert len(streams) == 1
         task = asyncio.create_task(streams[0].run())
@@ -231,9 +242,13 @@ async def test_rest_down_past_the_retry_budget_records_a_known_hole_and_resumes_
     [(feed, symbol, start_ns, end_ns, reason)] = holes
     assert (feed, symbol) == ("bin", "BTCUSDT") and "gap recovery failed 3 times" in reason
     assert start_ns == venue.executed[299].ts_ms * 1_000_000 and end_ns >= venue.executed[599].ts_ms * 1_000_000
-    assert [t.trade_id for t in collector.trades] == [str(e.trade.agg_id) for e in venue.executed[:300] + venue.executed[600:]]
+    assert [t.trade_id for t in collector.trades] == [
+        str(e.trade.agg_id) for e in venue.executed[:300] + venue.executed[600:]
+    ]
     stream_health = health.get("feed:bin/ws0")
-    assert stream_health is not None and stream_health.status is Status.DEGRADED and "known hole" in stream_health.reason
+    assert (
+        stream_health is not None and stream_health.status is Status.DEGRADED and "known hole" in stream_health.reason
+    )
 
 
 async def test_first_trades_of_a_symbol_executed_during_a_reconnect_are_recovered() -> None:

@@ -4,12 +4,13 @@ A local server stands in for Upstox (the authorize call over HTTP, then protobuf
 on the websocket it names); the real supervised stream parses them and the real
 recorder writes them to the database.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from http import HTTPStatus
-from typing import AsyncIterator
 
 import pytest
 from channels.db import database_sync_to_async
@@ -18,18 +19,18 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from core.fixed_point import SCALE
+from core.health import HealthBoard
 from feeds.models import Tick
+from feeds.recording.database_writer import writer_for_database
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses
-from feeds.recording.database_writer import writer_for_database
+from feeds.streams.feed_streams import FeedStreamSettings, build_feed_streams
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.upstox import AUTHORIZE_PATH, UpstoxVenue
 from tests.feeds.factories import make_feed
 from tests.feeds.stream_harness import FAST_POLICY, FAST_TRANSPORT, stop
 from tests.helpers import async_eventually
-from core.health import HealthBoard
 
 KEY = "NSE_EQ|INE848E01016"
 T0_MS = 1_732_851_000_000  # 2024-11-29 09:00 IST
@@ -74,12 +75,14 @@ class FakeUpstoxFeed:
             return None
         body = json.dumps({"status": "success", "data": {"authorized_redirect_uri": f"{self.url}/feed"}}).encode()
         response = connection.respond(HTTPStatus.OK, "")
-        headers = Headers([(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")])
+        headers = Headers(
+            [(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")]
+        )
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = str(len(body))
         return Response(200, "OK", headers, body)
 
-    async def serve(self) -> AsyncIterator["FakeUpstoxFeed"]:
+    async def serve(self) -> AsyncIterator[FakeUpstoxFeed]:
         async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request) as server:
             port = server.sockets[0].getsockname()[1]
             self.url = f"ws://127.0.0.1:{port}"
@@ -100,15 +103,22 @@ async def _token() -> str:
 async def test_the_recorder_stores_a_zero_duration_at_the_upstox_day_boundary(fake_upstox: FakeUpstoxFeed) -> None:
     await database_sync_to_async(make_feed)("up", (KEY,), venue="upstox")
     keys = await database_sync_to_async(tick_addresses)(["up"])
-    recorder = TickRecorder(await database_sync_to_async(writer_for_database)(), keys, batch_size=100, flush_interval_s=0.01)
+    recorder = TickRecorder(
+        await database_sync_to_async(writer_for_database)(), keys, batch_size=100, flush_interval_s=0.01
+    )
     venue = UpstoxVenue(_token)
     spec = FeedSpec(
-        name="up", venue="upstox",
+        name="up",
+        venue="upstox",
         settings=venue.clean_settings({"rest_url": fake_upstox.url.replace("ws://", "http://")}),
         instruments=(InstrumentSpec(KEY, "0.05", "1"),),
     )
     streams = await build_feed_streams(
-        spec, venue, publish=recorder.offer, health=HealthBoard(), limiter=None,
+        spec,
+        venue,
+        publish=recorder.offer,
+        health=HealthBoard(),
+        limiter=None,
         settings=FeedStreamSettings(policy=FAST_POLICY, transport=FAST_TRANSPORT, rest_timeout_s=2),
     )
     tasks = [asyncio.create_task(stream.run()) for stream in streams] + [asyncio.create_task(recorder.run())]

@@ -1,4 +1,5 @@
 """Orders test setup: a broker registry on the paper exchange and an executor over it."""
+
 from __future__ import annotations
 
 import pytest

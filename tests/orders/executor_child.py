@@ -8,6 +8,7 @@ for a "go" line on stdin before each signal, so that two children race on it). P
 "ready" once set up, then one JSON line of outcomes per signal. DATABASE_URL in the
 environment names the test database.
 """
+
 from __future__ import annotations
 
 import asyncio

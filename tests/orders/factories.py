@@ -1,4 +1,5 @@
 """Factories for orders tests: a user with an account on a strategy, signals, ticks."""
+
 from __future__ import annotations
 
 import itertools
@@ -30,7 +31,10 @@ class Setup:
 def make_instrument(feed_name: str = "sim", symbol: str = "BTCUSDT", *, venue: str = "simulated") -> Instrument:
     feed, _ = Feed.objects.get_or_create(
         name=feed_name,
-        defaults={"venue": venue, "market_type": MarketType.SIMULATED if venue == "simulated" else MarketType.PERPETUAL},
+        defaults={
+            "venue": venue,
+            "market_type": MarketType.SIMULATED if venue == "simulated" else MarketType.PERPETUAL,
+        },
     )
     instrument, _ = Instrument.objects.get_or_create(
         feed=feed,
@@ -69,7 +73,12 @@ def make_setup(
 
 
 def make_signal(
-    strategy: Strategy, kind: SignalKind, price: str = "50000", *, symbol: str = "BTCUSDT", feed: str = "sim",
+    strategy: Strategy,
+    kind: SignalKind,
+    price: str = "50000",
+    *,
+    symbol: str = "BTCUSDT",
+    feed: str = "sim",
     occurrence_ns: int | None = None,
 ) -> Signal:
     n = next(_seq)
@@ -94,9 +103,15 @@ def tick(price: str, volume: str, *, symbol: str = "BTCUSDT", ts_recv: int | Non
 def stored_signal(signal: Signal) -> StrategySignal:
     """The row the processor stores for `signal` (what the API and the dashboard list)."""
     return StrategySignal.objects.create(
-        strategy_id=signal.strategy_id, strategy_name=signal.strategy_name, feed=signal.feed, symbol=signal.symbol,
-        kind=str(signal.kind), price_fixed=signal.price, emitted_at="2026-11-30T00:00:00Z",
-        occurrence_ns=signal.occurrence_ns, output_id=signal.output_id,
+        strategy_id=signal.strategy_id,
+        strategy_name=signal.strategy_name,
+        feed=signal.feed,
+        symbol=signal.symbol,
+        kind=str(signal.kind),
+        price_fixed=signal.price,
+        emitted_at="2026-11-30T00:00:00Z",
+        occurrence_ns=signal.occurrence_ns,
+        output_id=signal.output_id,
     )
 
 

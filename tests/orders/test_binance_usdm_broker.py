@@ -1,7 +1,8 @@
 """The ccxt Binance USD-M broker against a local fake of the signed order endpoints."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -100,7 +101,9 @@ async def test_entry_on_binance_then_fills_and_cancel_found_by_reconciliation(ve
     from processor.signals import SignalKind
     from tests.orders.factories import make_setup, make_signal
 
-    setup = await database_sync_to_async(make_setup)(broker="binance-usdm", mode="sandbox", quantity="0.01", order_type="LIMIT")
+    setup = await database_sync_to_async(make_setup)(
+        broker="binance-usdm", mode="sandbox", quantity="0.01", order_type="LIMIT"
+    )
     broker = _broker(venue)
     try:
         executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())

@@ -1,9 +1,11 @@
 """Adding a broker kind, as docs/extending.md says: one declaration, seen by the admin, the model and the settings."""
+
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -36,8 +38,10 @@ def _factories(setup: BrokerSetup) -> dict[str, Any]:
 
 
 THROWAWAY = BrokerKind(
-    "throwaway", "Throwaway venue",
-    settings=("THROWAWAY_BROKER_KEY", "ORDERS_BROKER_TIMEOUT_S"), required=("THROWAWAY_BROKER_KEY",),
+    "throwaway",
+    "Throwaway venue",
+    settings=("THROWAWAY_BROKER_KEY", "ORDERS_BROKER_TIMEOUT_S"),
+    required=("THROWAWAY_BROKER_KEY",),
     factories=_factories,
 )
 
@@ -57,7 +61,10 @@ def test_a_registered_kind_is_a_choice_of_the_admin_and_the_model_and_gone_once_
     register_broker(THROWAWAY)
     try:
         assert ("throwaway", "Throwaway venue") in broker_choices()
-        assert b'<option value="throwaway">Throwaway venue</option>' in admin_client.get("/admin/orders/account/add/").content
+        assert (
+            b'<option value="throwaway">Throwaway venue</option>'
+            in admin_client.get("/admin/orders/account/add/").content
+        )
         account.full_clean()
     finally:
         unregister_broker(THROWAWAY.name)
@@ -100,7 +107,8 @@ def test_binance_is_configured_for_both_modes_by_its_key_and_paper_is_always_the
     with override_settings(ORDERS_BINANCE_API_KEY="key", ORDERS_BINANCE_API_SECRET="secret"):
         registry = broker_registry_from_settings()
     assert sorted(key for key in registry.factories if key[0] == "binance-usdm") == [
-        ("binance-usdm", "live"), ("binance-usdm", "sandbox"),
+        ("binance-usdm", "live"),
+        ("binance-usdm", "sandbox"),
     ]
     assert registry.broker_for(account_id=7, venue=PAPER, mode="paper").name == PAPER
 

@@ -1,4 +1,5 @@
 """A clean stop: no new signals are traded, queued and in-flight ones finish, an exit about to be sent is sent."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,6 +7,8 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
+from core.health import HealthBoard, Status
+from core.runtime.core import Runtime
 from feeds.market import FeedData
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import COMPONENT, ExecutorConfig, TradeExecutor
@@ -18,8 +21,6 @@ from orders.startup import OrdersHubs, orders_startup_tasks
 from processor.signals import Signal, SignalHub, SignalKind
 from tests.helpers import async_eventually
 from tests.orders.factories import make_setup, make_signal, tick
-from core.health import HealthBoard, Status
-from core.runtime.core import Runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

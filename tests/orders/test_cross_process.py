@@ -4,6 +4,7 @@ Each test runs real processes (or threads with their own connections) against th
 test database, then checks the invariants: at most one order per signal and account,
 never more reserved than allocated, a journal that adds up.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,8 @@ import signal as signals
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from django.db import close_old_connections, connection
@@ -48,7 +49,12 @@ def _spawn(signals_in: list[Signal], **options: object) -> subprocess.Popen[str]
     env = {**os.environ, "DATABASE_URL": _database_url()}
     return subprocess.Popen(
         [sys.executable, "-m", "tests.orders.executor_child", json.dumps(payload)],
-        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -80,7 +86,9 @@ def test_two_runtime_processes_racing_on_the_same_signal_place_one_order(venue: 
                 child.stdin.flush()
             outcomes = [o for child in children for o in json.loads(_read_line(child))]
             assert outcomes.count("placed") == 1, outcomes
-            [cid] = OrderIntent.objects.filter(signal_output_id=signal.output_id).values_list("client_order_id", flat=True)
+            [cid] = OrderIntent.objects.filter(signal_output_id=signal.output_id).values_list(
+                "client_order_id", flat=True
+            )
             assert Order.objects.filter(client_order_id=cid).count() == 1
             assert cid in venue.orders
             # Close this entry at the venue so the next signal may enter again.
@@ -172,9 +180,17 @@ def test_concurrent_entries_never_over_allocate_and_the_journal_adds_up() -> Non
             for i in range(per_thread):
                 cid = f"ts-{setup.account.pk}-c{n}x{i}"
                 spec = IntentSpec(
-                    client_order_id=cid, account_id=setup.account.pk, strategy_id=setup.strategy.pk,
-                    instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG", side="BUY",
-                    order_type="MARKET", quantity=10**6, price=5 * 10**12, reserve=amount,
+                    client_order_id=cid,
+                    account_id=setup.account.pk,
+                    strategy_id=setup.strategy.pk,
+                    instrument_id=setup.instrument.pk,
+                    intent="ENTRY",
+                    position_side="LONG",
+                    side="BUY",
+                    order_type="MARKET",
+                    quantity=10**6,
+                    price=5 * 10**12,
+                    reserve=amount,
                 )
                 try:
                     intent_create(spec=spec)

@@ -1,4 +1,5 @@
 """The ENTRY and EXIT flows on the paper broker, down to the ledger."""
+
 from __future__ import annotations
 
 import pytest
@@ -51,7 +52,9 @@ async def test_the_same_signal_twice_places_one_order(executor: TradeExecutor) -
     assert await database_sync_to_async(PaperOrder.objects.count)() == 1
 
 
-async def test_fill_then_exit_realizes_pnl_and_closes_the_position(executor: TradeExecutor, matcher: PaperMatcher) -> None:
+async def test_fill_then_exit_realizes_pnl_and_closes_the_position(
+    executor: TradeExecutor, matcher: PaperMatcher
+) -> None:
     setup = await database_sync_to_async(make_setup)(quantity="0.01")
     await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000"))
     await matcher.consume(FeedData("sim", (tick("50010", "1"),)))
@@ -106,7 +109,9 @@ async def test_partial_fills_then_cancel_release_exactly_the_unfilled_reservatio
     assert order.reserved == reserved - released_by_fills
 
     broker = registry.broker_for(account_id=setup.account.pk, venue="paper", mode="paper")
-    await broker.cancel_order(client_order_id=order.client_order_id, exchange_order_id=order.exchange_order_id, symbol="BTCUSDT")
+    await broker.cancel_order(
+        client_order_id=order.client_order_id, exchange_order_id=order.exchange_order_id, symbol="BTCUSDT"
+    )
     await order_sync(broker=broker, account_id=setup.account.pk, order=order, symbol="BTCUSDT")
 
     def check() -> None:
@@ -126,7 +131,9 @@ async def test_partial_fills_then_cancel_release_exactly_the_unfilled_reservatio
 
 async def test_entry_larger_than_available_capital_is_refused_without_an_order(executor: TradeExecutor) -> None:
     setup = await database_sync_to_async(make_setup)(capital="100", quantity="0.01")
-    assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["insufficient_capital"]
+    assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == [
+        "insufficient_capital"
+    ]
 
     def check() -> None:
         assert not PaperOrder.objects.exists() and not Order.objects.exists()

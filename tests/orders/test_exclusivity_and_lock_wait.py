@@ -1,4 +1,5 @@
 """One active entry per account and instrument across strategies; the entry-lease loser waits and re-checks."""
+
 from __future__ import annotations
 
 import asyncio
@@ -100,9 +101,17 @@ async def test_the_loser_re_checks_after_the_takeover_and_refuses_what_the_holde
     cid = client_order_id(prefix="ts", account_id=setup.account.pk, signal_key=signal_key(signal))
     await database_sync_to_async(intent_create)(
         spec=IntentSpec(
-            client_order_id=cid, account_id=setup.account.pk, strategy_id=setup.strategy.pk,
-            instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG", side="BUY",
-            order_type="MARKET", quantity=1_000_000, price=5_000_000_000_000, reserve=0,
+            client_order_id=cid,
+            account_id=setup.account.pk,
+            strategy_id=setup.strategy.pk,
+            instrument_id=setup.instrument.pk,
+            intent="ENTRY",
+            position_side="LONG",
+            side="BUY",
+            order_type="MARKET",
+            quantity=1_000_000,
+            price=5_000_000_000_000,
+            reserve=0,
         )
     )
     executor = _executor(registry, lock_ttl_s=0.5, lock_wait_margin_s=5.0, broker_timeout_s=0.4)

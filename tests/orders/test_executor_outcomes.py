@@ -1,6 +1,6 @@
 """Every signal ends in exactly one recorded outcome per account, through the real executor on the paper broker."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 from channels.db import database_sync_to_async
@@ -81,7 +81,9 @@ async def test_a_halted_account_records_halted_with_the_switch_reason(registry: 
         entry_gate=lambda account_id: entries_halted(account_id=account_id),
     )
     owner = await database_sync_to_async(lambda: setup.account.owner)()
-    await database_sync_to_async(kill_switch_set)(actor=owner, account_id=setup.account.pk, engaged=True, reason="desk closed")
+    await database_sync_to_async(kill_switch_set)(
+        actor=owner, account_id=setup.account.pk, engaged=True, reason="desk closed"
+    )
     signal = make_signal(setup.strategy, SignalKind.ENTRY_LONG)
     assert await executor.handle(signal) == ["halted"]
     row = await _outcome(signal, setup.account.pk)

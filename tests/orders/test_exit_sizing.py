@@ -1,4 +1,5 @@
 """Exit sizing reads the open quantity and the working exits as one state, so an exit never oversells."""
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """Broker failures never stop signals; unknown outcomes and restarts converge through reconciliation."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,8 +7,10 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from feeds.distribution.fanout import FeedFanout
 from core.fixed_point import SCALE
+from core.health import HealthBoard, Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
+from feeds.distribution.fanout import FeedFanout
 from orders.brokers.base import BrokerOrder, BrokerRejected, BrokerUnavailable, OrderRequest
 from orders.brokers.paper import PaperBroker
 from orders.executor import COMPONENT, ExecutorConfig, TradeExecutor
@@ -19,8 +22,6 @@ from orders.startup import RECONCILE_COMPONENT, OrdersHubs, orders_startup_tasks
 from processor.signals import SignalHub, SignalKind
 from tests.helpers import async_eventually
 from tests.orders.factories import make_setup, make_signal
-from core.health import HealthBoard, Status
-from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,9 +103,17 @@ async def test_signals_keep_flowing_to_other_subscribers_while_the_broker_is_dow
 async def test_restart_rebuild_adopts_an_order_left_by_a_crash_before_trading_starts() -> None:
     setup = await database_sync_to_async(make_setup)()
     spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-crashed0000000001", account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=60 * SCALE,
+        client_order_id=f"ts-{setup.account.pk}-crashed0000000001",
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=SCALE // 100,
+        price=50_000 * SCALE,
+        reserve=60 * SCALE,
     )
     await database_sync_to_async(intent_create)(spec=spec)
     paper = PaperBroker(account_key=str(setup.account.pk))
@@ -114,11 +123,15 @@ async def test_restart_rebuild_adopts_an_order_left_by_a_crash_before_trading_st
     seen_at_data_flow: list[bool] = []
 
     async def observe(ctx: RuntimeContext) -> None:
-        seen_at_data_flow.append(await database_sync_to_async(Order.objects.filter(client_order_id=spec.client_order_id).exists)())
+        seen_at_data_flow.append(
+            await database_sync_to_async(Order.objects.filter(client_order_id=spec.client_order_id).exists)()
+        )
 
     runtime = Runtime(
-        [*orders_startup_tasks(OrdersHubs(), fanout=FeedFanout(), signals=SignalHub()),
-         StartupTask("observe", Phase.DATA_BRIDGE, observe)]
+        [
+            *orders_startup_tasks(OrdersHubs(), fanout=FeedFanout(), signals=SignalHub()),
+            StartupTask("observe", Phase.DATA_BRIDGE, observe),
+        ]
     )
     run = asyncio.create_task(runtime.run())
 

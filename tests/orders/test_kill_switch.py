@@ -1,4 +1,5 @@
 """Kill switches stop new entries (account or global) and never stop exits."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,10 +33,16 @@ def _staff():
 
 
 @pytest.mark.parametrize("scope", ["account", "global"])
-async def test_an_engaged_switch_halts_entries_with_an_audit_and_no_broker_order(gated_executor: TradeExecutor, scope: str) -> None:
+async def test_an_engaged_switch_halts_entries_with_an_audit_and_no_broker_order(
+    gated_executor: TradeExecutor, scope: str
+) -> None:
     setup = await database_sync_to_async(make_setup)()
     # The account's owner flips its own switch; staff flip the global one.
-    actor = await database_sync_to_async(lambda: setup.account.owner)() if scope == "account" else await database_sync_to_async(_staff)()
+    actor = (
+        await database_sync_to_async(lambda: setup.account.owner)()
+        if scope == "account"
+        else await database_sync_to_async(_staff)()
+    )
     await database_sync_to_async(kill_switch_set)(
         actor=actor, account_id=setup.account.pk if scope == "account" else None, engaged=True, reason="desk closed"
     )

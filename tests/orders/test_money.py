@@ -1,12 +1,13 @@
 """Exact order arithmetic: rounding, notional, reservations and pro-rata releases."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.market import parse_fixed
 from core.fixed_point import SCALE
+from feeds.market import parse_fixed
 from orders.money import Rounding, divide, entry_reservation, notional, pro_rata, round_to_step
 
 

@@ -1,4 +1,5 @@
 """A signal's outcome on an account is one row, written by one upsert: the later decision replaces the earlier."""
+
 from __future__ import annotations
 
 import threading
@@ -23,7 +24,10 @@ def test_a_later_decision_replaces_the_earlier_and_keeps_when_the_row_was_create
         signal=signal, account_id=setup.account.pk, outcome=Outcome.IN_FLIGHT, client_order_id="ts-1-a"
     )
     second = signal_outcome_record(
-        signal=signal, account_id=setup.account.pk, outcome=Outcome.PLACED, reason="exchange order 7",
+        signal=signal,
+        account_id=setup.account.pk,
+        outcome=Outcome.PLACED,
+        reason="exchange order 7",
         client_order_id="ts-1-a",
     )
 
@@ -42,7 +46,8 @@ def test_a_signal_that_reached_no_account_has_one_row_too() -> None:
     signal_outcome_record(signal=signal, account_id=setup.account.pk, outcome=Outcome.HALTED)
 
     assert set(SignalOutcome.objects.values_list("account_id", "outcome")) == {
-        (None, Outcome.STOPPED), (setup.account.pk, Outcome.HALTED)
+        (None, Outcome.STOPPED),
+        (setup.account.pk, Outcome.HALTED),
     }
 
 
@@ -55,7 +60,9 @@ def test_a_concurrent_decision_on_the_same_signal_waits_for_the_first_and_replac
 
     def second_process() -> None:
         try:
-            signal_outcome_record(signal=signal, account_id=setup.account.pk, outcome=Outcome.PLACED, client_order_id="c")
+            signal_outcome_record(
+                signal=signal, account_id=setup.account.pk, outcome=Outcome.PLACED, client_order_id="c"
+            )
             finished.set()
         except BaseException as exc:  # reported to the test below
             errors.append(exc)
@@ -64,7 +71,9 @@ def test_a_concurrent_decision_on_the_same_signal_waits_for_the_first_and_replac
 
     racer = threading.Thread(target=second_process)
     with transaction.atomic():
-        signal_outcome_record(signal=signal, account_id=setup.account.pk, outcome=Outcome.IN_FLIGHT, client_order_id="c")
+        signal_outcome_record(
+            signal=signal, account_id=setup.account.pk, outcome=Outcome.IN_FLIGHT, client_order_id="c"
+        )
         racer.start()
 
         def racer_waits_on_the_row() -> bool:

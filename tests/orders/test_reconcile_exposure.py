@@ -5,16 +5,18 @@ raised to an operator: audit event, metric, the numbers on health, and the accou
 entries halted by its kill switch. A pass never reports 0 corrections while the broker
 holds exposure the site does not.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Iterator
 
 import pytest
 from channels.db import database_sync_to_async
 from prometheus_client import REGISTRY
 
+from core.models import ComponentHealth
 from dashboard.halts import entries_halt_by_reconciliation
 from dashboard.models import ControlAudit, KillSwitch
 from dashboard.selectors import entries_halted
@@ -35,7 +37,6 @@ from tests.fakes.brokers.binance_usdm_orders import API_KEY, API_SECRET, FakeBin
 from tests.fakes.brokers.upstox_orders import FakeUpstoxOrders
 from tests.orders.factories import make_instrument, make_setup, make_signal, tick
 from tests.orders.test_upstox_broker import StaticTokens
-from core.models import ComponentHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,8 +49,15 @@ def _sell_outside_the_site(account_key: str, quantity: str, price: str = "50000"
     """A fill in the paper book from an order the site never made (placed by hand at the venue)."""
     now = time.time_ns()
     order = PaperOrder.objects.create(
-        account_key=account_key, client_order_id="by-hand-1", symbol="BTCUSDT", side="SELL", order_type="MARKET",
-        quantity=parse_fixed(quantity), status="FILLED", filled_quantity=parse_fixed(quantity), created_ns=now,
+        account_key=account_key,
+        client_order_id="by-hand-1",
+        symbol="BTCUSDT",
+        side="SELL",
+        order_type="MARKET",
+        quantity=parse_fixed(quantity),
+        status="FILLED",
+        filled_quantity=parse_fixed(quantity),
+        created_ns=now,
         updated_ns=now,
     )
     PaperFill.objects.create(order=order, quantity=parse_fixed(quantity), price=parse_fixed(price), fee=0, ts_event=now)
@@ -92,7 +100,9 @@ async def test_exposure_the_site_does_not_hold_is_raised_and_halts_the_accounts_
     )
     other = await database_sync_to_async(make_instrument)("sim", "ETHUSDT")
     await database_sync_to_async(setup.strategy.instruments.add)(other)
-    assert await gated.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "3000", symbol="ETHUSDT")) == ["halted"]
+    assert await gated.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "3000", symbol="ETHUSDT")) == [
+        "halted"
+    ]
 
 
 async def test_the_periodic_job_reports_the_mismatch_with_its_numbers_as_degraded(
@@ -112,7 +122,9 @@ async def test_the_periodic_job_reports_the_mismatch_with_its_numbers_as_degrade
     assert await database_sync_to_async(lambda: KillSwitch.objects.get(account=setup.account).engaged)()
 
 
-async def test_matching_exposure_is_no_correction(executor: TradeExecutor, matcher: PaperMatcher, registry: BrokerRegistry) -> None:
+async def test_matching_exposure_is_no_correction(
+    executor: TradeExecutor, matcher: PaperMatcher, registry: BrokerRegistry
+) -> None:
     setup = await database_sync_to_async(make_setup)(quantity="0.01")
     await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_SHORT, "50000"))
     await matcher.consume(FeedData("sim", (tick("50000", "1"),)))
@@ -135,7 +147,9 @@ def _binance(venue: FakeBinanceOrders) -> BinanceUsdmBroker:
 
 
 async def test_a_late_fill_on_an_ended_order_explains_the_difference_and_is_booked(binance: FakeBinanceOrders) -> None:
-    setup = await database_sync_to_async(make_setup)(broker="binance-usdm", mode="sandbox", quantity="0.01", order_type="LIMIT")
+    setup = await database_sync_to_async(make_setup)(
+        broker="binance-usdm", mode="sandbox", quantity="0.01", order_type="LIMIT"
+    )
     broker = _binance(binance)
     try:
         executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())
@@ -193,7 +207,11 @@ async def test_an_unreadable_positions_endpoint_degrades_that_step_only(binance:
 async def test_upstox_positions_are_the_net_quantity_of_the_product_the_site_trades() -> None:
     with FakeUpstoxOrders({"good-token"}) as venue:
         broker = UpstoxBroker(
-            tokens=StaticTokens("good-token"), order_url=venue.base_url, api_url=venue.base_url, sandbox=False, timeout_s=5
+            tokens=StaticTokens("good-token"),
+            order_url=venue.base_url,
+            api_url=venue.base_url,
+            sandbox=False,
+            timeout_s=5,
         )
         try:
             placed = await broker.place_order(
@@ -247,7 +265,8 @@ def test_a_busy_symbol_is_not_compared_but_one_the_site_never_traded_always_is()
     broker = [BrokerPosition("BTCUSDT", parse_fixed("0.5")), BrokerPosition("SOLUSDT", parse_fixed("4"))]
     mismatches = exposure_diff(site, broker, compared={"ETHUSDT"})
     assert [(m.symbol, m.site, m.broker) for m in mismatches] == [
-        ("ETHUSDT", parse_fixed("2"), 0), ("SOLUSDT", 0, parse_fixed("4")),
+        ("ETHUSDT", parse_fixed("2"), 0),
+        ("SOLUSDT", 0, parse_fixed("4")),
     ]
 
 
@@ -263,7 +282,10 @@ async def test_accounts_on_one_venue_key_are_compared_together_and_halted_togeth
     registry = BrokerRegistry(factories={("binance-usdm", "sandbox"): lambda: broker})
     try:
         executor = TradeExecutor(broker_for=lambda plan: broker, config=ExecutorConfig())
-        assert await executor.handle(make_signal(first.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed", "placed"]
+        assert await executor.handle(make_signal(first.strategy, SignalKind.ENTRY_LONG, "50000")) == [
+            "placed",
+            "placed",
+        ]
         for client_id, order in binance.orders.items():
             binance.execute(client_id, str(order.quantity), "50000")
         # The venue holds 0.03 for the key; each account holds its own share of it.

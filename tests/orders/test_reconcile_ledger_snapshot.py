@@ -1,14 +1,16 @@
 """ledger_check reads one snapshot: a reservation committed between its reads is never a torn state."""
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import close_old_connections, connection
 
-from feeds.market import parse_fixed
 from core.fixed_point import SCALE
+from feeds.market import parse_fixed
 from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create
 from orders.models import CapitalLedger, OrderIntent
@@ -54,9 +56,17 @@ def _after_first_ledger_read(action: Callable[[], None]) -> Callable[..., Any]:
 def test_a_reservation_committed_between_the_checks_reads_is_no_false_alarm() -> None:
     setup = make_setup(capital="10000")
     spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-between0000000001", account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=parse_fixed("3047.17"),
+        client_order_id=f"ts-{setup.account.pk}-between0000000001",
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=SCALE // 100,
+        price=50_000 * SCALE,
+        reserve=parse_fixed("3047.17"),
     )
     with connection.execute_wrapper(_after_first_ledger_read(lambda: _reserve_in_another_connection(spec))):
         report = ledger_check(account_id=setup.account.pk)

@@ -4,6 +4,7 @@ A reconcile lease left by a killed process is taken over once it expires; an acc
 the rebuild cannot vouch for stays halted for entries, with the reason on the
 dashboard's kill switch, until a person releases it.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -14,10 +15,12 @@ from django.test import Client
 from django.utils import timezone
 
 from core.fixed_point import SCALE
+from core.health import Status
+from core.runtime.core import RuntimeContext
 from dashboard.halts import entries_halt_by_reconciliation
 from dashboard.models import KillSwitch
-from dashboard.services import kill_switch_set
 from dashboard.selectors import entries_halted
+from dashboard.services import kill_switch_set
 from orders.brokers.base import OrderRequest
 from orders.brokers.paper import PaperBroker
 from orders.lifecycle import IntentSpec, intent_create
@@ -25,8 +28,6 @@ from orders.locks import RECONCILE_SCOPE
 from orders.models import CapitalLedger, EntryLock, Order, OrderIntent
 from orders.startup import RECONCILE_COMPONENT, EntryControls, OrdersHubs, orders_startup_tasks
 from tests.orders.factories import make_setup
-from core.health import Status
-from core.runtime.core import RuntimeContext
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,17 +45,28 @@ def _context() -> RuntimeContext:
 def _lease_left_by_a_killed_process(account_id: int, *, expires_in_s: float) -> None:
     now = timezone.now()
     EntryLock.objects.create(
-        account_id=account_id, scope=RECONCILE_SCOPE, owner="killed-process",
-        acquired_at=now - timedelta(seconds=30), expires_at=now + timedelta(seconds=expires_in_s),
+        account_id=account_id,
+        scope=RECONCILE_SCOPE,
+        owner="killed-process",
+        acquired_at=now - timedelta(seconds=30),
+        expires_at=now + timedelta(seconds=expires_in_s),
     )
 
 
 async def _crash_after_place(setup) -> str:  # type: ignore[no-untyped-def]
     """An entry the broker took whose lifecycle was never persisted: the rebuild must adopt it."""
     spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-crashed000000001", account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=SCALE // 100, price=50_000 * SCALE, reserve=60 * SCALE,
+        client_order_id=f"ts-{setup.account.pk}-crashed000000001",
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=SCALE // 100,
+        price=50_000 * SCALE,
+        reserve=60 * SCALE,
     )
     await database_sync_to_async(intent_create)(spec=spec)
     await PaperBroker(account_key=str(setup.account.pk)).place_order(
@@ -73,7 +85,9 @@ async def test_a_lease_left_by_a_killed_process_is_taken_over_once_it_expires(se
     await _rebuild_task().run(ctx)
 
     # The rebuild waited for the lease, reconciled, and only then returned.
-    assert await database_sync_to_async(Order.objects.filter(client_order_id=client_id, via_reconciliation=True).exists)()
+    assert await database_sync_to_async(
+        Order.objects.filter(client_order_id=client_id, via_reconciliation=True).exists
+    )()
     health = ctx.health.get(RECONCILE_COMPONENT)
     assert health.status == Status.HEALTHY, health.reason
     assert "1 corrections" in health.reason
@@ -133,8 +147,11 @@ async def test_a_pending_intent_whose_entry_lease_a_killed_process_holds_is_stil
     client_id = await _crash_after_place(setup)
     now = timezone.now()
     await database_sync_to_async(EntryLock.objects.create)(
-        account_id=setup.account.pk, scope=f"entry:{setup.instrument.pk}", owner="killed-process",
-        acquired_at=now - timedelta(seconds=30), expires_at=now + timedelta(seconds=1),
+        account_id=setup.account.pk,
+        scope=f"entry:{setup.instrument.pk}",
+        owner="killed-process",
+        acquired_at=now - timedelta(seconds=30),
+        expires_at=now + timedelta(seconds=1),
     )
 
     await _rebuild_task().run(_context())

@@ -4,6 +4,7 @@ In process: the final reconciliation pass registered by the restart rebuild. End
 end: SIGTERM to a `runfeed` process trading on the paper broker, after which (before
 any restart) the site's orders, fills, reservations and positions equal the paper book.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from dashboard.halts import entries_halt_by_reconciliation
 from feeds.market import parse_fixed
 from orders.brokers.base import OrderRequest
@@ -27,7 +29,6 @@ from orders.models import AuditEvent, Fill, OrderIntent, Position
 from orders.startup import EntryControls, OrdersHubs, orders_startup_tasks
 from tests.helpers import eventually
 from tests.orders.factories import make_setup, tick
-from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +36,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _spec(setup, name: str) -> IntentSpec:  # type: ignore[no-untyped-def]
     return IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-{name:0>16}", account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=parse_fixed("0.01"), price=parse_fixed("50000"),
+        client_order_id=f"ts-{setup.account.pk}-{name:0>16}",
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=parse_fixed("0.01"),
+        price=parse_fixed("50000"),
         reserve=parse_fixed("503"),
     )
 
@@ -52,12 +60,16 @@ async def test_the_final_pass_books_the_last_fill_and_resolves_intents_reserved_
             await asyncio.sleep(0.01)
         # An order persisted and matched by the exchange, its fill not booked yet.
         await database_sync_to_async(intent_create)(spec=filled)
-        order = await broker.place_order(OrderRequest(filled.client_order_id, "BTCUSDT", "BUY", "MARKET", filled.quantity, None))
+        order = await broker.place_order(
+            OrderRequest(filled.client_order_id, "BTCUSDT", "BUY", "MARKET", filled.quantity, None)
+        )
         await database_sync_to_async(lifecycle_persist)(broker_order=order)
         await database_sync_to_async(paper_match)([tick("50000", "1")], fees=PaperFees())
         # An entry the broker took, stopped before its lifecycle was persisted.
         await database_sync_to_async(intent_create)(spec=placed)
-        await broker.place_order(OrderRequest(placed.client_order_id, "BTCUSDT", "BUY", "MARKET", placed.quantity, None))
+        await broker.place_order(
+            OrderRequest(placed.client_order_id, "BTCUSDT", "BUY", "MARKET", placed.quantity, None)
+        )
         # An entry reserved whose order never left.
         await database_sync_to_async(intent_create)(spec=never_sent)
         runtime.request_stop()
@@ -66,8 +78,10 @@ async def test_the_final_pass_books_the_last_fill_and_resolves_intents_reserved_
         ctx.spawn("trade-then-stop", trade_then_stop(ctx, runtime))
 
     runtime = Runtime(
-        [*orders_startup_tasks(OrdersHubs(), controls=EntryControls(entries_halt=entries_halt_by_reconciliation)),
-         StartupTask("trade", Phase.DATA_BRIDGE, start)],
+        [
+            *orders_startup_tasks(OrdersHubs(), controls=EntryControls(entries_halt=entries_halt_by_reconciliation)),
+            StartupTask("trade", Phase.DATA_BRIDGE, start),
+        ],
         stop_timeout_s=10,
     )
     assert await runtime.run() == 0
@@ -76,8 +90,11 @@ async def test_the_final_pass_books_the_last_fill_and_resolves_intents_reserved_
         assert Fill.objects.get().order.client_order_id == filled.client_order_id
         assert Position.objects.get(state="OPEN").quantity == parse_fixed("0.01")
         states = dict(OrderIntent.objects.values_list("client_order_id", "state"))
-        assert states == {filled.client_order_id: "PLACED", placed.client_order_id: "PLACED",
-                          never_sent.client_order_id: "ABANDONED"}
+        assert states == {
+            filled.client_order_id: "PLACED",
+            placed.client_order_id: "PLACED",
+            never_sent.client_order_id: "ABANDONED",
+        }
         assert ledger_check(account_id=setup.account.pk).ok
         report = AuditEvent.objects.get(event="reconcile.stop")
         assert report.details == {"pending_intents": 0, "pending_reserved": "0", "working_orders": 1}
@@ -112,10 +129,16 @@ print(account.pk)
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "REDIS_URL")}
-    env.update({"VAR_DIR": str(tmp_path / "var"), "DEMO_PASSWORD": "stop-test-password-42",
-                "DJANGO_SETTINGS_MODULE": "tradingsite.settings", "RUNTIME_STOP_TIMEOUT_S": "20",
-                # Each placement takes this long, so a stop finds entries reserved and not yet answered.
-                "ORDERS_PAPER_LATENCY_S": "1.5"})
+    env.update(
+        {
+            "VAR_DIR": str(tmp_path / "var"),
+            "DEMO_PASSWORD": "stop-test-password-42",
+            "DJANGO_SETTINGS_MODULE": "tradingsite.settings",
+            "RUNTIME_STOP_TIMEOUT_S": "20",
+            # Each placement takes this long, so a stop finds entries reserved and not yet answered.
+            "ORDERS_PAPER_LATENCY_S": "1.5",
+        }
+    )
     return env
 
 
@@ -130,8 +153,15 @@ def _rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[t
         return connection.execute(sql, params).fetchall()
 
 
-SITE_STATUS = {"NEW": "NEW", "SUBMITTED": "NEW", "PARTIALLY_FILLED": "PARTIALLY_FILLED", "FILLED": "FILLED",
-               "CANCELED": "CANCELED", "REJECTED": "REJECTED", "EXPIRED": "EXPIRED"}
+SITE_STATUS = {
+    "NEW": "NEW",
+    "SUBMITTED": "NEW",
+    "PARTIALLY_FILLED": "PARTIALLY_FILLED",
+    "FILLED": "FILLED",
+    "CANCELED": "CANCELED",
+    "REJECTED": "REJECTED",
+    "EXPIRED": "EXPIRED",
+}
 
 
 def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_brokers(tmp_path: Path) -> None:
@@ -141,14 +171,21 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
     account = _run(env, "-c", FAST_STRATEGY).strip()
     db = tmp_path / "var" / "db.sqlite3"
     feed = subprocess.Popen(
-        [sys.executable, "manage.py", "runfeed", "--feed", "sim"], cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
+
         def trading() -> bool:
             assert feed.poll() is None, "runfeed exited early"
             filled = _rows(db, "SELECT count(*) FROM orders_fill")[0][0]
-            working = _rows(db, "SELECT count(*) FROM orders_order WHERE status IN ('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')")[0][0]
+            working = _rows(
+                db, "SELECT count(*) FROM orders_order WHERE status IN ('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')"
+            )[0][0]
             pending = _rows(db, "SELECT count(*) FROM orders_orderintent WHERE state = 'PENDING'")[0][0]
             return filled >= 2 and working >= 1 and pending >= 1
 
@@ -156,7 +193,9 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
         # No new signal trades from here (the settings are read per signal); the entries in
         # flight, reserved and waiting for the broker's answer, are what the stop must settle.
         _rows(db, "UPDATE orders_tradesetting SET enabled = 0")
-        in_flight = {cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'PENDING'")}
+        in_flight = {
+            cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'PENDING'")
+        }
         feed.send_signal(signal.SIGTERM)
         output, _ = feed.communicate(timeout=60)
         assert feed.returncode == 0, output
@@ -166,37 +205,80 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
             feed.wait()
 
     # Orders: one site order per paper order, same fill state.
-    paper_orders = {cid: (status, filled) for cid, status, filled in _rows(
-        db, "SELECT client_order_id, status, filled_quantity FROM orders_paperorder WHERE account_key = ?", account)}
-    site_orders = {cid: (SITE_STATUS[status], filled) for cid, status, filled in _rows(
-        db, "SELECT client_order_id, status, filled_quantity FROM orders_order WHERE account_id = ?", account)}
+    paper_orders = {
+        cid: (status, filled)
+        for cid, status, filled in _rows(
+            db, "SELECT client_order_id, status, filled_quantity FROM orders_paperorder WHERE account_key = ?", account
+        )
+    }
+    site_orders = {
+        cid: (SITE_STATUS[status], filled)
+        for cid, status, filled in _rows(
+            db, "SELECT client_order_id, status, filled_quantity FROM orders_order WHERE account_id = ?", account
+        )
+    }
     assert site_orders == paper_orders
     # It stopped mid-trade: entries were reserved and waiting for the broker; each one is settled now.
     assert in_flight
     settled = dict(_rows(db, "SELECT client_order_id, state FROM orders_orderintent"))
     assert all(settled[cid] in ("PLACED", "ABANDONED") for cid in in_flight), {cid: settled[cid] for cid in in_flight}
     # Fills: every paper fill booked once, with its quantity and price.
-    paper_fills = set(_rows(db, "SELECT 'PT' || f.id, f.quantity, f.price FROM orders_paperfill f "
-                                "JOIN orders_paperorder o ON o.id = f.order_id WHERE o.account_key = ?", account))
-    site_fills = set(_rows(db, "SELECT exchange_trade_id, quantity, price FROM orders_fill WHERE account_id = ?", account))
+    paper_fills = set(
+        _rows(
+            db,
+            "SELECT 'PT' || f.id, f.quantity, f.price FROM orders_paperfill f "
+            "JOIN orders_paperorder o ON o.id = f.order_id WHERE o.account_key = ?",
+            account,
+        )
+    )
+    site_fills = set(
+        _rows(db, "SELECT exchange_trade_id, quantity, price FROM orders_fill WHERE account_id = ?", account)
+    )
     assert site_fills == paper_fills
     # Reservations: no intent left pending, and only orders working at the broker hold capital.
     assert _rows(db, "SELECT count(*) FROM orders_orderintent WHERE state = 'PENDING'")[0][0] == 0
-    abandoned = {cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'ABANDONED'")}
+    abandoned = {
+        cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'ABANDONED'")
+    }
     assert not abandoned & set(paper_orders)
-    [(reserved_for_orders,)] = _rows(db, "SELECT reserved_for_orders FROM orders_capitalledger WHERE account_id = ?", account)
-    working_reserved = _rows(db, "SELECT coalesce(sum(reserved), 0) FROM orders_order WHERE account_id = ? AND status IN "
-                                 "('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')", account)[0][0]
+    [(reserved_for_orders,)] = _rows(
+        db, "SELECT reserved_for_orders FROM orders_capitalledger WHERE account_id = ?", account
+    )
+    working_reserved = _rows(
+        db,
+        "SELECT coalesce(sum(reserved), 0) FROM orders_order WHERE account_id = ? AND status IN "
+        "('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')",
+        account,
+    )[0][0]
     assert reserved_for_orders == working_reserved
-    assert _rows(db, "SELECT coalesce(sum(reserved), 0) FROM orders_order WHERE account_id = ? AND status NOT IN "
-                     "('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')", account)[0][0] == 0
+    assert (
+        _rows(
+            db,
+            "SELECT coalesce(sum(reserved), 0) FROM orders_order WHERE account_id = ? AND status NOT IN "
+            "('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')",
+            account,
+        )[0][0]
+        == 0
+    )
     # Positions: the net per symbol equals the paper book's net of fills.
-    paper_net = dict(_rows(db, "SELECT o.symbol, sum(CASE o.side WHEN 'BUY' THEN f.quantity ELSE -f.quantity END) "
-                               "FROM orders_paperfill f JOIN orders_paperorder o ON o.id = f.order_id "
-                               "WHERE o.account_key = ? GROUP BY o.symbol", account))
-    site_net = dict(_rows(db, "SELECT i.venue_symbol, sum(CASE p.side WHEN 'LONG' THEN p.quantity ELSE -p.quantity END) "
-                              "FROM orders_position p JOIN feeds_instrument i ON i.id = p.instrument_id "
-                              "WHERE p.account_id = ? AND p.state = 'OPEN' GROUP BY i.venue_symbol", account))
+    paper_net = dict(
+        _rows(
+            db,
+            "SELECT o.symbol, sum(CASE o.side WHEN 'BUY' THEN f.quantity ELSE -f.quantity END) "
+            "FROM orders_paperfill f JOIN orders_paperorder o ON o.id = f.order_id "
+            "WHERE o.account_key = ? GROUP BY o.symbol",
+            account,
+        )
+    )
+    site_net = dict(
+        _rows(
+            db,
+            "SELECT i.venue_symbol, sum(CASE p.side WHEN 'LONG' THEN p.quantity ELSE -p.quantity END) "
+            "FROM orders_position p JOIN feeds_instrument i ON i.id = p.instrument_id "
+            "WHERE p.account_id = ? AND p.state = 'OPEN' GROUP BY i.venue_symbol",
+            account,
+        )
+    )
     assert {s: q for s, q in site_net.items() if q} == {s: q for s, q in paper_net.items() if q}
     [(report,)] = _rows(db, "SELECT message FROM orders_auditevent WHERE event = 'reconcile.stop'")
     assert "0 pending intents" in report

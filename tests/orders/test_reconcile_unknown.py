@@ -5,15 +5,17 @@ client id up; where that fails too (the Upstox sandbox serves no reads at all), 
 intent is marked unresolved and, past ORDERS_UNRESOLVED_PROMPT_AFTER_S, a person is
 asked: the prompt is audited, on health, and on the dashboard with two actions.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from core.health import Status
 from dashboard.models import ControlAudit
 from feeds.market import parse_fixed
 from orders.brokers.base import OrderRequest
@@ -30,7 +32,6 @@ from tests.fakes.brokers.binance_usdm_orders import API_KEY, API_SECRET, FakeBin
 from tests.fakes.brokers.upstox_orders import FakeUpstoxOrders
 from tests.orders.factories import make_instrument, make_setup
 from tests.orders.test_upstox_broker import StaticTokens
-from core.health import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,7 +46,11 @@ def upstox() -> Iterator[FakeUpstoxOrders]:
 
 def _sandbox(venue: FakeUpstoxOrders) -> UpstoxBroker:
     return UpstoxBroker(
-        tokens=StaticTokens("sandbox-token"), order_url=venue.base_url, api_url=venue.base_url, sandbox=True, timeout_s=5
+        tokens=StaticTokens("sandbox-token"),
+        order_url=venue.base_url,
+        api_url=venue.base_url,
+        sandbox=True,
+        timeout_s=5,
     )
 
 
@@ -57,9 +62,16 @@ def _setup_upstox_sandbox():  # type: ignore[no-untyped-def]
 async def _placed_but_the_answer_was_lost(setup, broker, symbol: str) -> IntentSpec:  # type: ignore[no-untyped-def]
     """The executor's order of steps: intent and reservation first, then the broker; its answer never arrived."""
     spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-lostanswer000001", account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-        side="BUY", order_type="MARKET", quantity=parse_fixed("10"), price=parse_fixed("82.5"),
+        client_order_id=f"ts-{setup.account.pk}-lostanswer000001",
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=parse_fixed("10"),
+        price=parse_fixed("82.5"),
         reserve=parse_fixed("830"),
     )
     await database_sync_to_async(intent_create)(spec=spec)
@@ -117,9 +129,16 @@ async def test_where_listing_fails_the_intent_is_looked_up_by_its_client_id(bina
     broker = BinanceUsdmBroker(api_key=API_KEY, secret=API_SECRET, demo=False, fapi_url=binance.base_url, timeout_s=5)
     try:
         spec = IntentSpec(
-            client_order_id=f"ts-{setup.account.pk}-lostanswer000002", account_id=setup.account.pk,
-            strategy_id=setup.strategy.pk, instrument_id=setup.instrument.pk, intent="ENTRY", position_side="LONG",
-            side="BUY", order_type="MARKET", quantity=parse_fixed("0.01"), price=parse_fixed("50000"),
+            client_order_id=f"ts-{setup.account.pk}-lostanswer000002",
+            account_id=setup.account.pk,
+            strategy_id=setup.strategy.pk,
+            instrument_id=setup.instrument.pk,
+            intent="ENTRY",
+            position_side="LONG",
+            side="BUY",
+            order_type="MARKET",
+            quantity=parse_fixed("0.01"),
+            price=parse_fixed("50000"),
             reserve=parse_fixed("503"),
         )
         await database_sync_to_async(intent_create)(spec=spec)
@@ -153,10 +172,10 @@ async def test_the_dashboard_lists_the_order_and_its_owner_releases_the_reservat
         owner = Client(enforce_csrf_checks=True)
         owner.force_login(setup.account.owner)
         page = owner.get("/").content.decode()
-        panel = page[page.index('id="panel-unresolved"'):]
+        panel = page[page.index('id="panel-unresolved"') :]
         assert "Orders needing a decision" in panel
         start = panel.index(f'data-intent="{spec.client_order_id}"')
-        row = panel[start:panel.index("</tr>", start)]
+        row = panel[start : panel.index("</tr>", start)]
         for shown in (setup.account.name, NHPC, "BUY", ">10<", ">830<"):
             assert shown in row, shown
         # The panel alone, as the browser refreshes it after a pushed change.
@@ -172,7 +191,9 @@ async def test_the_dashboard_lists_the_order_and_its_owner_releases_the_reservat
         assert f'data-intent="{spec.client_order_id}"' not in intruder.get("/").content.decode()
         token = owner.cookies["csrftoken"].value
         answer = owner.post(
-            url, {"confirm": "yes", "reason": "checked the order book"}, HTTP_ACCEPT="application/json",
+            url,
+            {"confirm": "yes", "reason": "checked the order book"},
+            HTTP_ACCEPT="application/json",
             HTTP_X_CSRFTOKEN=token,
         )
         assert answer.status_code == 200 and answer.json()["ok"], answer.content
@@ -197,7 +218,9 @@ async def test_keep_waiting_withdraws_the_prompt_and_restarts_the_clock(upstox: 
     def wait() -> None:
         owner = Client()
         owner.force_login(setup.account.owner)
-        answer = owner.post(f"/controls/intents/{spec.client_order_id}/wait/", {"confirm": "yes"}, HTTP_ACCEPT="application/json")
+        answer = owner.post(
+            f"/controls/intents/{spec.client_order_id}/wait/", {"confirm": "yes"}, HTTP_ACCEPT="application/json"
+        )
         assert answer.status_code == 200 and answer.json()["ok"]
         intent = OrderIntent.objects.get(client_order_id=spec.client_order_id)
         assert intent.state == OrderIntent.State.PENDING and intent.operator_prompted_at is None

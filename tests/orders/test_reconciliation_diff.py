@@ -1,4 +1,5 @@
 """The pure reconciliation diff: every kind of mismatch becomes the right correction."""
+
 from __future__ import annotations
 
 from orders.brokers.base import BrokerFill, BrokerOrder
@@ -27,7 +28,12 @@ def _fill(tid: str, xid: str, qty: int) -> BrokerFill:
 
 def _local(**overrides: object) -> LocalState:
     base: dict[str, object] = dict(
-        account_id=7, prefix="ts-7-", pending_intents=(), working=(), known_trade_ids=frozenset(), known_client_ids=frozenset()
+        account_id=7,
+        prefix="ts-7-",
+        pending_intents=(),
+        working=(),
+        known_trade_ids=frozenset(),
+        known_client_ids=frozenset(),
     )
     base.update(overrides)
     return LocalState(**base)  # type: ignore[arg-type]
@@ -44,7 +50,11 @@ def test_missed_fills_come_before_the_cancel_that_releases_the_rest() -> None:
     canceled = _order("ts-7-a", OrderStatus.CANCELED, filled=40)
     venue = VenueReport((), {"ts-7-a": canceled}, (_fill("t1", "Xts-7-a", 30), _fill("t2", "Xts-7-a", 10)))
     corrections = diff(_local(working=working, known_client_ids=frozenset({"ts-7-a"})), venue)
-    assert corrections == [ApplyFill(_fill("t1", "Xts-7-a", 30)), ApplyFill(_fill("t2", "Xts-7-a", 10)), UpdateStatus(canceled)]
+    assert corrections == [
+        ApplyFill(_fill("t1", "Xts-7-a", 30)),
+        ApplyFill(_fill("t2", "Xts-7-a", 10)),
+        UpdateStatus(canceled),
+    ]
 
 
 def test_an_ended_order_with_fills_still_missing_waits_instead_of_releasing() -> None:
@@ -62,7 +72,11 @@ def test_fills_already_applied_and_fills_of_other_orders_are_ignored() -> None:
 
 
 def test_an_order_with_our_prefix_and_no_intent_is_canceled_and_others_are_left_alone() -> None:
-    ours, theirs, other_account = _order("ts-7-zz", OrderStatus.SUBMITTED), _order("manual-1", OrderStatus.SUBMITTED), _order("ts-8-q", OrderStatus.SUBMITTED)
+    ours, theirs, other_account = (
+        _order("ts-7-zz", OrderStatus.SUBMITTED),
+        _order("manual-1", OrderStatus.SUBMITTED),
+        _order("ts-8-q", OrderStatus.SUBMITTED),
+    )
     assert diff(_local(), VenueReport((ours, theirs, other_account), {}, ())) == [CancelForeign(ours)]
 
 

@@ -1,4 +1,5 @@
 """A reversal (exit, then the opposite entry on the same tick) through the real executor on the paper broker."""
+
 from __future__ import annotations
 
 import asyncio
@@ -38,7 +39,9 @@ async def _outcome(signal: Signal, account_id: int) -> str:
 
 
 async def _waiting(signal: Signal, account_id: int) -> bool:
-    rows = SignalOutcome.objects.filter(signal_key=signal_key(signal), account_id=account_id, outcome=Outcome.WAITING_FOR_EXIT)
+    rows = SignalOutcome.objects.filter(
+        signal_key=signal_key(signal), account_id=account_id, outcome=Outcome.WAITING_FOR_EXIT
+    )
     return await database_sync_to_async(rows.exists)()
 
 
@@ -54,7 +57,9 @@ def _sides_by_state() -> list[tuple[str, str]]:
     return list(Position.objects.order_by("id").values_list("side", "state"))
 
 
-async def test_the_opposite_entry_is_placed_once_the_exit_has_filled(registry: BrokerRegistry, matcher: PaperMatcher) -> None:
+async def test_the_opposite_entry_is_placed_once_the_exit_has_filled(
+    registry: BrokerRegistry, matcher: PaperMatcher
+) -> None:
     executor = _executor(registry)
     setup = await _long_filled(executor, matcher)
     exit_signal = make_signal(setup.strategy, SignalKind.EXIT_LONG, "51000")
@@ -74,9 +79,7 @@ async def test_the_opposite_entry_is_placed_once_the_exit_has_filled(registry: B
     assert await _outcome(entry_signal, setup.account.pk) == Outcome.PLACED
 
     def check() -> None:
-        positions = list(
-            Position.objects.filter(account=setup.account).order_by("id").values_list("side", "state")
-        )
+        positions = list(Position.objects.filter(account=setup.account).order_by("id").values_list("side", "state"))
         assert positions == [("LONG", "CLOSED"), ("SHORT", "OPEN")]
         short_entry = Order.objects.get(account=setup.account, intent="ENTRY", side="SELL")
         assert short_entry.quantity == Order.objects.get(account=setup.account, intent="EXIT").quantity
@@ -141,7 +144,9 @@ async def test_a_reversal_completes_when_fills_arrive_only_through_reconciliatio
     await database_sync_to_async(check)()
 
 
-async def test_a_waiting_reversal_does_not_hold_up_the_signals_behind_it(registry: BrokerRegistry, matcher: PaperMatcher) -> None:
+async def test_a_waiting_reversal_does_not_hold_up_the_signals_behind_it(
+    registry: BrokerRegistry, matcher: PaperMatcher
+) -> None:
     executor = _executor(registry, max_concurrent=1)  # one signal at a time, unless it waits
     setup = await _long_filled(executor, matcher)
     other = await database_sync_to_async(make_setup)()

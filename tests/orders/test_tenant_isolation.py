@@ -1,4 +1,5 @@
 """Tenant isolation: one user never sees or receives another's orders, positions, ledger or trade events."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,8 @@
 """The Upstox broker against a local fake of its order API, with tokens from a TokenSource."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -1,23 +1,31 @@
 """Small builders for processor tests."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from feeds.market import FeedData, MarketData, parse_fixed
 from processor.outputs import OutputBatch, StrategyOutput
-from processor.specs import StrategySpec
 from processor.signals import Signal
+from processor.specs import StrategySpec
 from tests.processor.scripted import KIND
 
 FEED = "sim"
 
 
-def tick(symbol: str, ts_s: float, price: str | float = 100, volume: str | float = 1, trade_id: str | None = None) -> MarketData:
+def tick(
+    symbol: str, ts_s: float, price: str | float = 100, volume: str | float = 1, trade_id: str | None = None
+) -> MarketData:
     ts = int(round(ts_s * 1e9))
     return MarketData(
-        symbol=symbol, price=parse_fixed(str(price)), volume=parse_fixed(str(volume)),
-        ts_event=ts, ts_recv=ts, trade_id=trade_id,
+        symbol=symbol,
+        price=parse_fixed(str(price)),
+        volume=parse_fixed(str(volume)),
+        ts_event=ts,
+        ts_recv=ts,
+        trade_id=trade_id,
     )
 
 
@@ -25,10 +33,20 @@ def batch(*ticks: MarketData, feed: str = FEED) -> FeedData:
     return FeedData(feed, tuple(ticks))
 
 
-def spec(strategy_id: int, symbols: Sequence[str], *, kind: str = KIND, params: dict[str, Any] | None = None,
-         name: str | None = None, feed: str = FEED) -> StrategySpec:
+def spec(
+    strategy_id: int,
+    symbols: Sequence[str],
+    *,
+    kind: str = KIND,
+    params: dict[str, Any] | None = None,
+    name: str | None = None,
+    feed: str = FEED,
+) -> StrategySpec:
     return StrategySpec.build(
-        strategy_id=strategy_id, name=name or f"s{strategy_id}", kind=kind, params=params or {},
+        strategy_id=strategy_id,
+        name=name or f"s{strategy_id}",
+        kind=kind,
+        params=params or {},
         instruments=frozenset((feed, symbol) for symbol in symbols),
     )
 
@@ -50,7 +68,9 @@ class RecordingSink:
 
     def outputs_of(self, strategy_id: int, symbol: str | None = None) -> list[StrategyOutput]:
         return [
-            output for b in self.batches if b.strategy_id == strategy_id and (symbol is None or b.symbol == symbol)
+            output
+            for b in self.batches
+            if b.strategy_id == strategy_id and (symbol is None or b.symbol == symbol)
             for output in b.outputs()
         ]
 

@@ -3,10 +3,12 @@
 The worked example of docs/processor.md ("Writing a strategy"); the guide shows this
 file verbatim and tests/processor/test_strategy_guide.py checks both.
 """
+
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django import forms
 

@@ -3,9 +3,10 @@
 A tick's trade_id "long", "short" or "flat" sets the wanted position; any other trade
 id keeps it. Lifecycle tests use it to open and close positions exactly when they want.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from django import forms
 

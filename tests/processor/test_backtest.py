@@ -1,4 +1,5 @@
 """`manage.py backtest`: the live processor code over a CSV, JSON lines on stdout."""
+
 from __future__ import annotations
 
 import io
@@ -28,22 +29,36 @@ def backtest(*args, **options):
 
 @pytest.fixture
 def ema_csv(tmp_path):
-    return write_csv(tmp_path / "ticks.csv", [
-        "1000,BTC-USD,100,1", "11000,BTC-USD,101,1", "21000,BTC-USD,102,1",
-        "31000,BTC-USD,103,0.5", "33000,BTC-USD,90.5,2",
-    ])
+    return write_csv(
+        tmp_path / "ticks.csv",
+        [
+            "1000,BTC-USD,100,1",
+            "11000,BTC-USD,101,1",
+            "21000,BTC-USD,102,1",
+            "31000,BTC-USD,103,0.5",
+            "33000,BTC-USD,90.5,2",
+        ],
+    )
 
 
 def test_writes_every_output_then_each_signal_after_the_output_of_its_tick(ema_csv):
     lines, summary = backtest("--strategy", "ema", "--params", EMA, "--ticks", ema_csv)
     assert [line["type"] for line in lines] == ["output"] * 4 + ["signal"] + ["output", "signal", "signal"]
     assert lines[0] == {
-        "type": "output", "symbol": "BTC-USD", "time_ms": T0, "occurrence_time_ms": T0 + 1000,
+        "type": "output",
+        "symbol": "BTC-USD",
+        "time_ms": T0,
+        "occurrence_time_ms": T0 + 1000,
         "values": {"fast": 100.0, "slow": 100.0},
     }
     assert lines[3]["time_ms"] == T0 + 30000 and lines[3]["occurrence_time_ms"] == T0 + 31000
-    assert lines[4] == {"type": "signal", "symbol": "BTC-USD", "kind": "ENTRY_LONG",
-                        "occurrence_time_ms": T0 + 31000, "price": "103"}
+    assert lines[4] == {
+        "type": "signal",
+        "symbol": "BTC-USD",
+        "kind": "ENTRY_LONG",
+        "occurrence_time_ms": T0 + 31000,
+        "price": "103",
+    }
     assert [(line["kind"], line["price"]) for line in lines[6:]] == [("EXIT_LONG", "90.5"), ("ENTRY_SHORT", "90.5")]
     assert "5 ticks" in summary and "3 signals" in summary and "ticks/s" in summary
 
@@ -54,9 +69,15 @@ def test_signals_only_writes_only_signal_lines(ema_csv):
 
 
 def test_volume_bars_are_exact_decimal_strings_per_symbol(tmp_path):
-    path = write_csv(tmp_path / "t.csv", [
-        "1000,A,10.1,0.1", "2000,B,5,1", "3000,A,10.3,0.2", "4000,A,9.95,0.3",
-    ])
+    path = write_csv(
+        tmp_path / "t.csv",
+        [
+            "1000,A,10.1,0.1",
+            "2000,B,5,1",
+            "3000,A,10.3,0.2",
+            "4000,A,9.95,0.3",
+        ],
+    )
     params = '{"bar_volume": "0.3", "lookback": 1, "hold_bars": 1, "cooldown_bars": 0}'
     lines, _ = backtest("--strategy", "volume_breakout", "--params", params, "--ticks", path)
     a = [line for line in lines if line["symbol"] == "A"]
@@ -91,7 +112,7 @@ def random_walk_csv(path, *, symbols, ticks, seed=12):
     import random
 
     rng = random.Random(seed)
-    prices = {symbol: 100.0 for symbol in symbols}
+    prices = dict.fromkeys(symbols, 100.0)
     rows = []
     for index in range(ticks):
         symbol = symbols[rng.randrange(len(symbols))]

@@ -1,4 +1,5 @@
 """`ema` against hand-computed sequences: warm-up, intra-bucket values, reversal order."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Executions start with the position their strategy already holds (restart, new params)."""
+
 from __future__ import annotations
 
 import pytest
@@ -223,6 +224,7 @@ def test_volume_breakout_reverses_an_adopted_position_on_an_opposite_breakout():
 
 # -- what the ledger says -------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_the_ledger_lookup_takes_the_open_side_and_describes_disagreeing_accounts():
     from orders.models import Position as PositionRow
@@ -238,7 +240,12 @@ def test_the_ledger_lookup_takes_the_open_side_and_describes_disagreeing_account
 
     def open_position(account, side, strategy=strategy, state=PositionRow.State.OPEN):
         return PositionRow.objects.create(
-            account=account, strategy=strategy, instrument=instrument, side=side, quantity=10**6, state=state,
+            account=account,
+            strategy=strategy,
+            instrument=instrument,
+            side=side,
+            quantity=10**6,
+            state=state,
         )
 
     open_position(a.account, "SHORT", state=PositionRow.State.CLOSED)  # history does not count
@@ -273,7 +280,11 @@ async def test_the_runtime_lookup_resumes_the_open_side_and_audits_a_disagreemen
         short = make_setup(strategy=strategy, instrument=instrument)
         flat = make_setup(strategy=strategy, instrument=instrument)
         PositionRow.objects.create(
-            account=short.account, strategy=strategy, instrument=instrument, side="SHORT", quantity=10**7,
+            account=short.account,
+            strategy=strategy,
+            instrument=instrument,
+            side="SHORT",
+            quantity=10**7,
         )
         return strategy.pk, short.account.pk, flat.account.pk
 

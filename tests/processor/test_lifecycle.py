@@ -1,4 +1,5 @@
 """The strategy runtime's lifecycle (routes added and removed, backfill, degrade, fail-fast), on the real Processor / executor / execution."""
+
 from __future__ import annotations
 
 import asyncio
@@ -112,7 +113,9 @@ async def test_readding_before_cleanup_keeps_the_retained_execution():
 async def test_readding_after_cleanup_starts_a_fresh_execution_with_backfill():
     history = InMemoryHistory()
     sink = RecordingSink()
-    processor = await started(Processor(sink=sink, history=history, backfill_default_ns=10**12, clock_ns=lambda: 10**11), spec(1, ["BTC"]))
+    processor = await started(
+        Processor(sink=sink, history=history, backfill_default_ns=10**12, clock_ns=lambda: 10**11), spec(1, ["BTC"])
+    )
     first = route_of(processor, 1)
     old_execution = first.executor.execution((FEED, "BTC"))
     assert len(history.requests) == 1
@@ -135,7 +138,9 @@ async def test_readding_after_cleanup_starts_a_fresh_execution_with_backfill():
 async def test_live_ticks_already_in_the_backfill_are_not_folded_twice():
     history = InMemoryHistory({(FEED, "BTC"): [tick("BTC", 1, trade_id="a"), tick("BTC", 2, trade_id="b")]})
     sink = RecordingSink()
-    processor = await started(Processor(sink=sink, history=history, backfill_default_ns=10**12, clock_ns=lambda: 10**11), spec(1, ["BTC"]))
+    processor = await started(
+        Processor(sink=sink, history=history, backfill_default_ns=10**12, clock_ns=lambda: 10**11), spec(1, ["BTC"])
+    )
     await processor.consume(batch(tick("BTC", 2, trade_id="b"), tick("BTC", 2, trade_id="c"), tick("BTC", 3)))
     await turn()
     assert [o.occurrence_ns for o in sink.outputs_of(1)] == [2_000_000_000, 3_000_000_000]
@@ -281,12 +286,15 @@ def test_a_full_mailbox_refuses_without_waiting():
 
 
 async def test_executions_and_executors_refuse_to_start_before_a_subscriber():
-    from processor.strategy_executor import StrategyExecutor
     from processor.backfill_source import NoHistory
+    from processor.strategy_executor import StrategyExecutor
 
     executor = StrategyExecutor(
-        spec=spec(1, ["BTC"]), strategy_mailbox=Mailbox(), history=NoHistory(),
-        on_route_overflow=lambda *a: None, on_instrument_route_added=lambda *a: None,
+        spec=spec(1, ["BTC"]),
+        strategy_mailbox=Mailbox(),
+        history=NoHistory(),
+        on_route_overflow=lambda *a: None,
+        on_instrument_route_added=lambda *a: None,
         on_instrument_route_removed=lambda *a: None,
     )
     with pytest.raises(RuntimeError, match="subscriber"):

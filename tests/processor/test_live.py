@@ -1,4 +1,5 @@
 """The processor inside the runtime: strategies from the database, hot reload, storage, pushes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,10 +10,12 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
-from feeds.distribution.fanout import FeedFanout
-from feeds.startup import FeedHubs
-from feeds.models import Feed, Instrument, MarketType
+from core.health import Status
 from core.push_groups import MARKET_GROUP
+from core.runtime.core import RuntimeContext
+from feeds.distribution.fanout import FeedFanout
+from feeds.models import Feed, Instrument, MarketType
+from feeds.startup import FeedHubs
 from feeds.venues.base import FeedSpec
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.publishing import LiveStrategyEvents
@@ -20,18 +23,21 @@ from processor.signals import SignalHub
 from processor.startup import ProcessorHubs, processor_startup_tasks
 from tests.helpers import async_eventually
 from tests.processor.factories import batch, tick
-from core.health import Status
-from core.runtime.core import RuntimeContext
 
 EMA = {"timeframe_s": 1, "fast": 1, "slow": 2, "long_only": False}
 
 
 def make_strategy(name: str, symbols: list[str], **fields) -> Strategy:
-    feed, _ = Feed.objects.get_or_create(name="sim", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
-    strategy = Strategy.objects.create(name=name, kind=fields.pop("kind", "ema"), params=fields.pop("params", EMA), **fields)
+    feed, _ = Feed.objects.get_or_create(
+        name="sim", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED}
+    )
+    strategy = Strategy.objects.create(
+        name=name, kind=fields.pop("kind", "ema"), params=fields.pop("params", EMA), **fields
+    )
     for symbol in symbols:
         instrument, _ = Instrument.objects.get_or_create(
-            feed=feed, venue_symbol=symbol,
+            feed=feed,
+            venue_symbol=symbol,
             defaults={"symbol": symbol, "tick_size": Decimal("0.01"), "lot_size": Decimal("0.001")},
         )
         strategy.instruments.add(instrument)
@@ -69,8 +75,12 @@ def routed(ctx: Wired) -> dict:
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(PROCESSOR_RECONCILE_INTERVAL_S=0.02, PROCESSOR_SIGNAL_FLUSH_INTERVAL_S=0.02,
-                   PROCESSOR_OUTPUT_PERSIST_INTERVAL_S=0.0, DASHBOARD_PUSH_INTERVAL_S=0.02)
+@override_settings(
+    PROCESSOR_RECONCILE_INTERVAL_S=0.02,
+    PROCESSOR_SIGNAL_FLUSH_INTERVAL_S=0.02,
+    PROCESSOR_OUTPUT_PERSIST_INTERVAL_S=0.0,
+    DASHBOARD_PUSH_INTERVAL_S=0.02,
+)
 async def test_strategies_run_from_the_table_and_reload_without_a_restart(runtime):
     await database_sync_to_async(make_strategy)("ema-btc", ["BTC"])
     await database_sync_to_async(make_strategy)("broken", ["BTC"], params={"fast": "x"})
@@ -86,8 +96,11 @@ async def test_strategies_run_from_the_table_and_reload_without_a_restart(runtim
 
     # Stored: the signal with its output, and the latest output.
     def stored():
-        return StrategySignal.objects.count() == 1 and StrategyOutputRecord.objects.filter(
-            output_id=StrategySignal.objects.get().output_id).exists()
+        return (
+            StrategySignal.objects.count() == 1
+            and StrategyOutputRecord.objects.filter(output_id=StrategySignal.objects.get().output_id).exists()
+        )
+
     await async_eventually(database_sync_to_async(stored))
 
     # Hot reload: a new strategy starts, a disabled one stops, without a restart.
@@ -111,7 +124,9 @@ async def test_routing_makes_no_database_query_per_tick(runtime, monkeypatch):
     queries = []
     execute = CursorWrapper.execute
     # Counts queries from every thread, including database_sync_to_async's.
-    monkeypatch.setattr(CursorWrapper, "execute", lambda self, sql, params=None: queries.append(sql) or execute(self, sql, params))
+    monkeypatch.setattr(
+        CursorWrapper, "execute", lambda self, sql, params=None: queries.append(sql) or execute(self, sql, params)
+    )
     for second in range(1, 200):
         await processor.consume(batch(tick("BTC", second, 100 + second % 7)))
     await processor.drained()

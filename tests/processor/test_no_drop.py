@@ -1,11 +1,14 @@
 """Nothing on the trade path is dropped silently: a slow executor, a slow processor."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
+from core.health import Status
+from core.runtime.core import FatalError
 from feeds.distribution.fanout import FeedFanout
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.processor import Processor
@@ -14,8 +17,6 @@ from processor.routing import Active, Degraded
 from processor.signals import Signal, SignalHub
 from tests.helpers import async_eventually
 from tests.processor.factories import FEED, batch, spec, tick, turn
-from core.health import Status
-from core.runtime.core import FatalError
 
 
 class HubSink:

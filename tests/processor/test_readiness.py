@@ -1,16 +1,17 @@
 """Readiness and health per the processor's table, and fail-fast as a non-zero process exit."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pytest
 
+from core.health import Status
+from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from processor.processor import Processor
 from processor.readiness import ProcessorHealth, processor_readiness
 from processor.routing import Active, Degraded, Stopping
 from tests.processor.factories import FEED, RecordingSink, batch, spec, tick, turn
-from core.health import Status
-from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 
 CORE = {"fatal-watcher": True, "route-commands": True, "feed-router": True, "reconcile": True}
 
@@ -63,7 +64,8 @@ async def test_processor_reports_its_readiness_as_routes_change():
 async def test_a_degraded_route_with_open_positions_stops_the_runtime_with_a_nonzero_exit():
     async def start_processor(ctx: RuntimeContext) -> None:
         processor = Processor(
-            sink=RecordingSink(), mailbox_capacity=2,
+            sink=RecordingSink(),
+            mailbox_capacity=2,
             on_readiness=lambda r: ctx.health.set("processor", r.health.board_status, r.reason),
         )
         processor.start(spawn=ctx.spawn)

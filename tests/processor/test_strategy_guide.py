@@ -1,9 +1,10 @@
 """The strategy guide's example: the file docs/processor.md shows, folded, validated and backtested."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -41,7 +42,9 @@ def test_fold_appends_a_row_per_accepted_tick_and_signals_pointing_at_their_row(
     assert [row[2] for row in rows] == [tick("X", 0, p).price for p in (100, 100, 100, 101, 102, 101)]
     # Tick 3 (102) is above 100 two ticks before; tick 5 (99) is below 102.
     assert [(index, kind) for index, kind, _, _ in signals] == [
-        (2, SignalKind.ENTRY_LONG), (4, SignalKind.EXIT_LONG), (4, SignalKind.ENTRY_SHORT),
+        (2, SignalKind.ENTRY_LONG),
+        (4, SignalKind.EXIT_LONG),
+        (4, SignalKind.ENTRY_SHORT),
     ]
     assert strategy.position == Position.SHORT
 
@@ -78,7 +81,10 @@ async def test_the_backtest_runs_it_through_the_live_processor(momentum: type[Mo
     writer = JsonLinesWriter(lines.append, kind="momentum")
     ticks = tuple(tick("X", n + 1, price) for n, price in enumerate([100, 101, 99.5]))
     summary = await run_backtest(
-        kind="momentum", params={"lookback": 1}, batches=[FeedData(BACKTEST_FEED, ticks)], writer=writer,
+        kind="momentum",
+        params={"lookback": 1},
+        batches=[FeedData(BACKTEST_FEED, ticks)],
+        writer=writer,
     )
     text = "".join(lines)
     assert summary.ticks == 3 and summary.signals == 3

@@ -1,9 +1,10 @@
 """Adding a strategy kind, as docs/extending.md says: one class, seen by the admin, the live processor and backtests."""
+
 from __future__ import annotations
 
 import io
 import json
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 from django import forms
@@ -56,14 +57,26 @@ def test_a_registered_kind_is_offered_by_the_admin_and_gone_once_unregistered(ad
 
 
 def test_the_admin_validates_its_params_with_an_error_per_parameter(admin_client: Client, throwaway: type) -> None:
-    response = admin_client.post("/admin/processor/strategy/add/", {
-        "name": "tw", "kind": "throwaway", "params": '{"threshold": 0}', "enabled": "on",
-    })
+    response = admin_client.post(
+        "/admin/processor/strategy/add/",
+        {
+            "name": "tw",
+            "kind": "throwaway",
+            "params": '{"threshold": 0}',
+            "enabled": "on",
+        },
+    )
     assert response.status_code == 200
     assert b"threshold: Ensure this value is greater than or equal to 1." in response.content
-    response = admin_client.post("/admin/processor/strategy/add/", {
-        "name": "tw", "kind": "throwaway", "params": '{"threshold": "3"}', "enabled": "on",
-    })
+    response = admin_client.post(
+        "/admin/processor/strategy/add/",
+        {
+            "name": "tw",
+            "kind": "throwaway",
+            "params": '{"threshold": "3"}',
+            "enabled": "on",
+        },
+    )
     assert response.status_code == 302
     assert Strategy.objects.get(name="tw").params == {"threshold": 3}
 
@@ -80,8 +93,17 @@ def test_the_backtest_runs_it_with_the_same_lookup(tmp_path, throwaway: type) ->
     ticks = tmp_path / "ticks.csv"
     ticks.write_text("ts_ms,symbol,price,volume\n1700000000000,X,10.25,1\n")
     out = io.StringIO()
-    call_command("backtest", "--strategy", "throwaway", "--params", '{"threshold": 1}', "--ticks", str(ticks),
-                 stdout=out, stderr=io.StringIO())
+    call_command(
+        "backtest",
+        "--strategy",
+        "throwaway",
+        "--params",
+        '{"threshold": 1}',
+        "--ticks",
+        str(ticks),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     [line] = [json.loads(text) for text in out.getvalue().splitlines()]
     assert line["values"] == {"price": "10.25"}
 

@@ -1,4 +1,5 @@
 """`volume_breakout` against hand-computed bars: close-gated breakouts, hold, cooldown, reversal."""
+
 from __future__ import annotations
 
 from core.fixed_point import SCALE
@@ -28,7 +29,11 @@ class Bars:
 def test_a_bar_closes_on_the_tick_that_reaches_bar_volume_exactly_with_no_carry_over():
     vb = VolumeBreakout(params(bar_volume="0.3"))
     rows, signals = [], []
-    vb.fold([tick("X", 1, 10, "0.1"), tick("X", 2, 12, "0.1"), tick("X", 3, 9, "0.1"), tick("X", 4, 11, "0.5")], rows, signals)
+    vb.fold(
+        [tick("X", 1, 10, "0.1"), tick("X", 2, 12, "0.1"), tick("X", 3, 9, "0.1"), tick("X", 4, 11, "0.5")],
+        rows,
+        signals,
+    )
     # 0.1 + 0.1 + 0.1 == 0.3 exactly (fixed point): the third tick closes bar 0.
     assert rows[2] == (1_000_000_000, 3_000_000_000, 10 * SCALE, 12 * SCALE, 9 * SCALE, 9 * SCALE, 3 * SCALE // 10)
     # The next tick opens a new bar with only its own volume, and closes it (0.5 >= 0.3).

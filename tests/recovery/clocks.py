@@ -1,4 +1,5 @@
 """A controllable wall clock for token expiry tests."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,9 +1,10 @@
 """Fixtures for recovery: the fake Upstox login server, a controllable clock, users."""
+
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,7 +15,7 @@ from tests.recovery.clocks import FakeClock
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
 # 20:00 IST on a Tuesday: outside the blackout, 7.5 hours before the daily expiry.
-EVENING_IST = datetime(2026, 3, 10, 20, 0, tzinfo=IST).astimezone(timezone.utc)
+EVENING_IST = datetime(2026, 3, 10, 20, 0, tzinfo=IST).astimezone(UTC)
 REDIRECT_URI = "http://testserver/recovery/callback/upstox"
 
 
@@ -22,7 +23,9 @@ def start_fake(client_id: str = "app-one", redirect_uri: str = REDIRECT_URI) -> 
     return FakeUpstoxAuth(client_id=client_id, client_secret=f"{client_id}-secret", redirect_uri=redirect_uri).start()
 
 
-def exchange_for(fake: FakeUpstoxAuth, *, broker: str = "upstox", client_secret: str | None = None) -> UpstoxTokenExchange:
+def exchange_for(
+    fake: FakeUpstoxAuth, *, broker: str = "upstox", client_secret: str | None = None
+) -> UpstoxTokenExchange:
     return UpstoxTokenExchange(
         UpstoxApp(
             broker=broker,

@@ -11,6 +11,7 @@ Speaks the requests and error envelopes of Upstox's "Authorize" and "Get Token" 
           wrong redirect_uri -> 400 UDAPI100068; bad or spent code -> 400 UDAPI100036.
 - GET  /v2/user/profile with Authorization: Bearer -> 200, or 401 UDAPI100050.
 """
+
 from __future__ import annotations
 
 import base64
@@ -29,14 +30,19 @@ PROFILE_PATH = "/v2/user/profile"
 
 def error_body(code: str, message: str, property_path: str | None = None) -> bytes:
     return json.dumps(
-        {"status": "error", "errors": [{"errorCode": code, "message": message, "propertyPath": property_path, "invalidValue": None}]}
+        {
+            "status": "error",
+            "errors": [{"errorCode": code, "message": message, "propertyPath": property_path, "invalidValue": None}],
+        }
     ).encode()
 
 
 def jwt_like_token() -> str:
     """Upstox access tokens are JWTs; shape ours the same so leak scans are realistic."""
+
     def part(payload: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+
     return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': secrets.token_hex(8), 'n': secrets.token_hex(16)})}.{secrets.token_urlsafe(32)}"
 
 
@@ -74,7 +80,7 @@ class FakeUpstoxAuth:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeUpstoxAuth":
+    def start(self) -> FakeUpstoxAuth:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -121,7 +127,9 @@ class FakeUpstoxAuth:
     # -- endpoints --
     def _dialog(self, handler: Any, query: dict[str, str]) -> None:
         if query.get("client_id") != self.client_id or query.get("redirect_uri") != self.redirect_uri:
-            handler._send(400, error_body("UDAPI100068", "Check your 'client_id' and 'redirect_uri'; one or both are incorrect."))
+            handler._send(
+                400, error_body("UDAPI100068", "Check your 'client_id' and 'redirect_uri'; one or both are incorrect.")
+            )
             return
         if query.get("response_type") != "code":
             handler._send(400, error_body("UDAPI100036", "Invalid Input", "response_type"))
@@ -150,7 +158,9 @@ class FakeUpstoxAuth:
             handler._send(401, error_body("UDAPI100016", "Invalid Credentials"))
             return
         if form.get("redirect_uri") != self.redirect_uri:
-            handler._send(400, error_body("UDAPI100068", "Check your 'client_id' and 'redirect_uri'; one or both are incorrect."))
+            handler._send(
+                400, error_body("UDAPI100068", "Check your 'client_id' and 'redirect_uri'; one or both are incorrect.")
+            )
             return
         if form.get("grant_type") != "authorization_code":
             handler._send(400, error_body("UDAPI100036", "Invalid Input", "grant_type"))
@@ -163,10 +173,18 @@ class FakeUpstoxAuth:
             self.tokens.add(token)
             self.issued.append(token)
         profile = {
-            "email": "trader@example.com", "exchanges": ["NSE", "BSE"], "products": ["D", "I"], "broker": "UPSTOX",
-            "user_id": "AB1234", "user_name": "Test Trader", "order_types": ["MARKET", "LIMIT"],
-            "user_type": "individual", "poa": False, "is_active": True,
-            "access_token": token, "extended_token": jwt_like_token(),
+            "email": "trader@example.com",
+            "exchanges": ["NSE", "BSE"],
+            "products": ["D", "I"],
+            "broker": "UPSTOX",
+            "user_id": "AB1234",
+            "user_name": "Test Trader",
+            "order_types": ["MARKET", "LIMIT"],
+            "user_type": "individual",
+            "poa": False,
+            "is_active": True,
+            "access_token": token,
+            "extended_token": jwt_like_token(),
         }
         handler._send(200, json.dumps(profile).encode())
 

@@ -1,7 +1,8 @@
 """The Upstox code exchange against the local fake: the production client, the real protocol."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -45,7 +46,7 @@ async def test_a_wrong_client_secret_is_non_recoverable(fake_upstox: FakeUpstoxA
 
 async def test_blackout_refuses_before_spending_the_code(fake_upstox: FakeUpstoxAuth) -> None:
     code = fake_upstox.log_in()
-    at_0400 = datetime(2026, 3, 11, 4, 0, tzinfo=IST).astimezone(timezone.utc)
+    at_0400 = datetime(2026, 3, 11, 4, 0, tzinfo=IST).astimezone(UTC)
     with pytest.raises(TokenBlackout, match="after 08:00 IST"):
         await exchange_for(fake_upstox).exchange(code, now=at_0400)
     assert fake_upstox.token_requests == []

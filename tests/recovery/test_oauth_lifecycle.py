@@ -1,4 +1,5 @@
 """OAuth token lifecycle with a controllable clock: daily expiry, stale timers, waiting callers, restarts."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +23,9 @@ KEY = TokenKey("upstox", TokenKind.OAUTH)
 
 async def log_in(exchange: UpstoxTokenExchange, fake: FakeUpstoxAuth, clock: FakeClock) -> TokenGrant:
     grant = await exchange.exchange(fake.log_in(), now=clock.now())
-    await database_sync_to_async(token_store_valid)(key=KEY, grant=grant, config_fingerprint=exchange.config_fingerprint)
+    await database_sync_to_async(token_store_valid)(
+        key=KEY, grant=grant, config_fingerprint=exchange.config_fingerprint
+    )
     return grant
 
 
@@ -68,7 +71,8 @@ async def test_a_stale_expiry_timer_leaves_a_renewed_token_alone(
     # Renewed elsewhere (the web process) with a later expiry before this process noticed.
     renewed = TokenGrant(
         (await upstox.exchange(fake_upstox.log_in(), now=clock.now())).access_token,
-        issued_at=clock.now(), expires_at=old.expires_at + timedelta(days=1),
+        issued_at=clock.now(),
+        expires_at=old.expires_at + timedelta(days=1),
     )
     await database_sync_to_async(token_store_valid)(key=KEY, grant=renewed)
     clock.set(old.expires_at + timedelta(minutes=1))
@@ -90,7 +94,9 @@ async def test_await_valid_token_waits_for_the_login_then_returns_the_new_token(
     run = asyncio.create_task(manager.run())
     try:
         waiter = asyncio.create_task(manager.await_valid_token())
-        await wait_until(lambda: manager.status.state is TokenState.AWAITING_AUTH and manager.status.reason == "first start")
+        await wait_until(
+            lambda: manager.status.state is TokenState.AWAITING_AUTH and manager.status.reason == "first start"
+        )
         assert not waiter.done()
         grant = await log_in(upstox, fake_upstox, clock)
         token = await asyncio.wait_for(waiter, timeout=10)
@@ -99,8 +105,12 @@ async def test_await_valid_token_waits_for_the_login_then_returns_the_new_token(
         run.cancel()
 
 
-async def test_a_failed_token_makes_waiters_raise_token_unavailable(upstox: UpstoxTokenExchange, clock: FakeClock) -> None:
-    await database_sync_to_async(token_fail)(key=KEY, reason="Upstox rejected the app credentials", error_code="UDAPI100016")
+async def test_a_failed_token_makes_waiters_raise_token_unavailable(
+    upstox: UpstoxTokenExchange, clock: FakeClock
+) -> None:
+    await database_sync_to_async(token_fail)(
+        key=KEY, reason="Upstox rejected the app credentials", error_code="UDAPI100016"
+    )
     manager = OAuthTokenManager(KEY, clock=clock, poll_interval_s=0.02)
     await manager.refresh()
     with pytest.raises(TokenUnavailable, match="rejected the app credentials"):

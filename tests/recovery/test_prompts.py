@@ -1,10 +1,11 @@
 """Prompts: coalesced by recovery URL, resolved one at a time, cleared out of band, terminal on bad credentials."""
+
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -104,7 +105,9 @@ async def test_two_brokers_expiring_together_get_two_prompts_and_recovering_one_
     assert prompts["upstox"].recovery_token != prompts["upstox-b"].recovery_token
     clock.set(clock.now().replace(hour=12))  # 17:30 IST: outside the blackout
 
-    await prompt_recover(user=owner, recovery_token=str(prompts["upstox"].recovery_token), code=first.log_in(), now=clock.now())
+    await prompt_recover(
+        user=owner, recovery_token=str(prompts["upstox"].recovery_token), code=first.log_in(), now=clock.now()
+    )
 
     assert await state_of(UPSTOX) == TokenState.VALID
     assert await state_of(SECOND) == TokenState.AWAITING_AUTH
@@ -125,13 +128,17 @@ async def test_a_token_made_valid_out_of_band_clears_its_stale_prompt(
     assert prompt.resolution == PromptResolution.VALID_OUT_OF_BAND
 
 
-async def test_wrong_app_credentials_turn_the_prompt_terminal_and_stop_the_loop(fake_upstox: FakeUpstoxAuth, clock: FakeClock) -> None:
+async def test_wrong_app_credentials_turn_the_prompt_terminal_and_stop_the_loop(
+    fake_upstox: FakeUpstoxAuth, clock: FakeClock
+) -> None:
     owner = await make_owner(staff=True)
     with use_exchanges([exchange_for(fake_upstox, client_secret="wrong-secret")]):
         await database_sync_to_async(token_await_auth)(key=UPSTOX, reason="first start")
         [login_prompt] = await open_prompts()
         with pytest.raises(NonRecoverableTokenError, match="UDAPI100016"):
-            await prompt_recover(user=owner, recovery_token=str(login_prompt.recovery_token), code=fake_upstox.log_in(), now=clock.now())
+            await prompt_recover(
+                user=owner, recovery_token=str(login_prompt.recovery_token), code=fake_upstox.log_in(), now=clock.now()
+            )
         assert await state_of(UPSTOX) == TokenState.FAILED
         [terminal] = await open_prompts()
         assert terminal.terminal and terminal.login_url == "" and "UDAPI100016" in terminal.message
@@ -147,14 +154,20 @@ async def test_wrong_app_credentials_turn_the_prompt_terminal_and_stop_the_loop(
     # Fixed credentials (a restart with a new secret) bring the login prompt back.
     fixed = exchange_for(fake_upstox)
     with use_exchanges([fixed]):
-        assert await database_sync_to_async(token_reset_if_config_changed)(key=UPSTOX, config_fingerprint=fixed.config_fingerprint)
+        assert await database_sync_to_async(token_reset_if_config_changed)(
+            key=UPSTOX, config_fingerprint=fixed.config_fingerprint
+        )
         [prompt] = await open_prompts()
         assert not prompt.terminal
-        await prompt_recover(user=owner, recovery_token=str(prompt.recovery_token), code=fake_upstox.log_in(), now=clock.now())
+        await prompt_recover(
+            user=owner, recovery_token=str(prompt.recovery_token), code=fake_upstox.log_in(), now=clock.now()
+        )
     assert await state_of(UPSTOX) == TokenState.VALID
 
 
-async def test_prompts_are_visible_only_to_their_owner_or_to_staff_when_unowned(upstox: UpstoxTokenExchange, clock: FakeClock) -> None:
+async def test_prompts_are_visible_only_to_their_owner_or_to_staff_when_unowned(
+    upstox: UpstoxTokenExchange, clock: FakeClock
+) -> None:
     owner, other, staff = await make_owner("owner"), await make_owner("other"), await make_owner("ops", staff=True)
     await database_sync_to_async(token_await_auth)(key=UPSTOX, reason="expired")
     [prompt] = await open_prompts()

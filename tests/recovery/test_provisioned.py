@@ -1,4 +1,5 @@
 """Provisioned token files: FAILED + poll when missing, rotation without restart, 401 handling, expiry identity."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,12 @@ def manager(tmp_path: Path, clock: FakeClock, ticks: PollTicks, recorded: list[T
         recorded.append(status)
 
     return ProvisionedTokenManager(
-        ANALYTICS, provisioned_token_path(tmp_path, ANALYTICS), clock=clock, poll_interval_s=30.0,
-        poll_sleep=ticks, on_state=record,
+        ANALYTICS,
+        provisioned_token_path(tmp_path, ANALYTICS),
+        clock=clock,
+        poll_interval_s=30.0,
+        poll_sleep=ticks,
+        on_state=record,
     )
 
 
@@ -52,7 +57,9 @@ def test_parse_accepts_a_token_with_or_without_expiry_and_rejects_bad_files() ->
     token = parse_provisioned_token(b'{"access_token": "analytics-token-1"}', now=EVENING_IST)
     assert token.expires_at is None and token.access_token.reveal() == "analytics-token-1"
     later = (EVENING_IST + timedelta(days=30)).isoformat().replace("+00:00", "Z")
-    assert parse_provisioned_token(json.dumps({"access_token": "t-123456", "expires_at": later}).encode(), now=EVENING_IST).expires_at
+    assert parse_provisioned_token(
+        json.dumps({"access_token": "t-123456", "expires_at": later}).encode(), now=EVENING_IST
+    ).expires_at
     for raw, reason in [
         (b"not json", "not valid JSON"),
         (b"[]", "JSON object"),
@@ -106,7 +113,9 @@ async def test_a_401_with_an_unchanged_file_stays_failed_until_the_file_is_rotat
         await manager.stop()
 
 
-async def test_a_401_after_the_file_was_already_rotated_switches_to_the_new_token(manager: ProvisionedTokenManager) -> None:
+async def test_a_401_after_the_file_was_already_rotated_switches_to_the_new_token(
+    manager: ProvisionedTokenManager,
+) -> None:
     write_token(manager.path, "analytics-token-1")
     await manager.start()
     old = manager.status.fingerprint
@@ -163,7 +172,9 @@ async def test_a_transient_read_error_clears_the_fingerprint_so_the_same_bytes_r
         await manager.stop()
 
 
-async def test_an_unparseable_file_is_failed_with_the_reason_and_no_token_in_it(manager: ProvisionedTokenManager) -> None:
+async def test_an_unparseable_file_is_failed_with_the_reason_and_no_token_in_it(
+    manager: ProvisionedTokenManager,
+) -> None:
     manager.path.write_text('{"access_token": "analytics-secret-xyz", "expires_at": "soon"}')
     await manager.start()
     assert manager.status.state is TokenState.FAILED

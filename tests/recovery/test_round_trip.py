@@ -4,11 +4,12 @@ expire at 03:30 IST -> prompt pushed to the owner's dashboard -> a code in the b
 refused -> a code after 08:00 is accepted -> VALID -> prompt cleared on the dashboard ->
 the stopped datasource resumes with the new token. Nothing anywhere shows the token.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,18 +18,18 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient, Client
 
+from core.health import HealthBoard
 from recovery.coordinator import AuthStateCoordinator
+from recovery.datasource import TokenSource
 from recovery.models import BrokerToken
 from recovery.services import token_store_valid
 from recovery.startup import build_auth_state
 from recovery.tokens import AccessToken, TokenKey, TokenKind, TokenState, TokenUnavailable
-from recovery.datasource import TokenSource
 from recovery.upstox import IST, UpstoxTokenExchange
 from tests.recovery.clocks import FakeClock
 from tests.recovery.conftest import wait_until
 from tests.recovery.fake_upstox_auth import FakeUpstoxAuth
 from tradingsite.asgi import application
-from core.health import HealthBoard
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEY = TokenKey("upstox", TokenKind.OAUTH)
@@ -68,7 +69,9 @@ def owner_with_session() -> tuple[Any, bytes]:
     return user, f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def ws_messages_until(communicator: WebsocketCommunicator, done: Any, seen: list[dict[str, Any]]) -> dict[str, Any]:
+async def ws_messages_until(
+    communicator: WebsocketCommunicator, done: Any, seen: list[dict[str, Any]]
+) -> dict[str, Any]:
     while True:
         message = await communicator.receive_json_from(timeout=10)
         seen.append(message)
@@ -105,35 +108,46 @@ async def test_expire_prompt_code_valid_cleared_and_datasource_resumed_without_l
 
         # 03:30 IST: the expiry timer retires the token; the prompt reaches the dashboard.
         clock.set(first.expires_at)
-        opened = await ws_messages_until(communicator, lambda m: m.get("type") == "prompt" and m["action"] == "open", seen_ws)
+        opened = await ws_messages_until(
+            communicator, lambda m: m.get("type") == "prompt" and m["action"] == "open", seen_ws
+        )
         prompt = opened["prompt"]
         assert prompt["broker"] == "upstox" and not prompt["terminal"]
         assert f"state={prompt['recovery_token']}" in prompt["login_url"]
         datasource.stop()  # its next request got a 401: it stops and waits to be resumed
-        await wait_until(lambda: health.get(f"token:{KEY}") is not None and health.get(f"token:{KEY}").status == "DEGRADED")
+        await wait_until(
+            lambda: health.get(f"token:{KEY}") is not None and health.get(f"token:{KEY}").status == "DEGRADED"
+        )
 
         dashboard = await web.get("/")
         pages.append(dashboard.content.decode())
         assert prompt["recovery_token"] in pages[-1]
 
         # 04:00 IST is inside the blackout: refused with a clear message, state unchanged.
-        clock.set(datetime(2026, 3, 11, 4, 0, tzinfo=IST).astimezone(timezone.utc))
+        clock.set(datetime(2026, 3, 11, 4, 0, tzinfo=IST).astimezone(UTC))
         code = fake_upstox.log_in()
         refused = await web.post(prompt["submit_url"], {"code": code}, headers={"Accept": "application/json"})
         pages.append(refused.content.decode())
         assert refused.status_code == 409 and "08:00 IST" in refused.json()["message"]
-        assert (await database_sync_to_async(BrokerToken.objects.get)(broker="upstox")).state == TokenState.AWAITING_AUTH
-        updated = await ws_messages_until(communicator, lambda m: m.get("type") == "prompt" and m["prompt"]["last_error"], seen_ws)
+        assert (
+            await database_sync_to_async(BrokerToken.objects.get)(broker="upstox")
+        ).state == TokenState.AWAITING_AUTH
+        updated = await ws_messages_until(
+            communicator, lambda m: m.get("type") == "prompt" and m["prompt"]["last_error"], seen_ws
+        )
         assert "08:00 IST" in updated["prompt"]["last_error"]
 
         # After 08:00 IST the same (unspent) code is accepted.
-        clock.set(datetime(2026, 3, 11, 8, 1, tzinfo=IST).astimezone(timezone.utc))
+        clock.set(datetime(2026, 3, 11, 8, 1, tzinfo=IST).astimezone(UTC))
         accepted = await web.post(prompt["submit_url"], {"code": code}, headers={"Accept": "application/json"})
         pages.append(accepted.content.decode())
         assert accepted.status_code == 200 and accepted.json()["ok"]
         await ws_messages_until(
-            communicator, lambda m: m.get("type") == "prompt" and m["action"] == "clear"
-            and m["recovery_token"] == prompt["recovery_token"], seen_ws,
+            communicator,
+            lambda m: (
+                m.get("type") == "prompt" and m["action"] == "clear" and m["recovery_token"] == prompt["recovery_token"]
+            ),
+            seen_ws,
         )
         await wait_until(lambda: datasource.running)
         assert datasource.token is not None and datasource.token != first.access_token
@@ -189,7 +203,8 @@ async def test_a_terminal_failure_makes_waiting_datasources_see_token_unavailabl
             web = AsyncClient()
             await web.aforce_login(owner)
             response = await web.post(
-                f"/recovery/prompts/{prompt.recovery_token}/code", {"code": fake_upstox.log_in()},
+                f"/recovery/prompts/{prompt.recovery_token}/code",
+                {"code": fake_upstox.log_in()},
                 headers={"Accept": "application/json"},
             )
             assert response.status_code == 409 and "UDAPI100016" in response.json()["message"]

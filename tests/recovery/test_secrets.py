@@ -1,4 +1,5 @@
 """Tokens at rest and in logs: MultiFernet encryption, redacting wrapper, log filter."""
+
 from __future__ import annotations
 
 import logging

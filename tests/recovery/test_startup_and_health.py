@@ -1,4 +1,5 @@
 """Startup wiring, provisioned-token resume, datasource health, and the dependency rule."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,15 +10,15 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 
-from recovery.datasource import ResumableDataSource, TerminalFailureHealth
-from recovery.models import BrokerToken
-from recovery.coordinator import AuthState
-from recovery.startup import provisioned_keys, recovery_startup_tasks
-from recovery.tokens import TokenKey, TokenKind, TokenState, TokenUnavailable
-from tests.recovery.conftest import wait_until
 from core.health import HealthBoard, Status
 from core.runtime.core import FatalError, Phase, Runtime, RuntimeContext, StartupTask
 from core.runtime.startup_value import StartupValue
+from recovery.coordinator import AuthState
+from recovery.datasource import ResumableDataSource, TerminalFailureHealth
+from recovery.models import BrokerToken
+from recovery.startup import provisioned_keys, recovery_startup_tasks
+from recovery.tokens import TokenKey, TokenKind, TokenState, TokenUnavailable
+from tests.recovery.conftest import wait_until
 
 ANALYTICS = TokenKey("upstox", TokenKind.ANALYTICS)
 RECOVERY_DIR = Path(__file__).resolve().parents[2] / "recovery"
@@ -48,7 +49,9 @@ class FeedDataSource:
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_runtime_resumes_the_feed_when_an_operator_writes_the_analytics_token_file(settings, tmp_path: Path, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_runtime_resumes_the_feed_when_an_operator_writes_the_analytics_token_file(
+    settings, tmp_path: Path, clock
+) -> None:  # type: ignore[no-untyped-def]
     settings.RECOVERY_PROVISIONED_TOKENS = ["upstox/analytics"]
     settings.RECOVERY_PROVISIONED_TOKEN_DIR = str(tmp_path)
     feed_box: dict[str, FeedDataSource] = {}
@@ -99,7 +102,10 @@ def test_terminal_failure_health_is_degraded_until_upstream_is_ready() -> None:
 
 
 def test_provisioned_token_settings_are_validated() -> None:
-    assert provisioned_keys(["upstox/analytics", " upstox/sandbox"]) == [ANALYTICS, TokenKey("upstox", TokenKind.SANDBOX)]
+    assert provisioned_keys(["upstox/analytics", " upstox/sandbox"]) == [
+        ANALYTICS,
+        TokenKey("upstox", TokenKind.SANDBOX),
+    ]
     for bad in (["upstox"], ["upstox/oauth"], ["/analytics"], ["upstox/other"]):
         with pytest.raises(FatalError):
             provisioned_keys(bad)

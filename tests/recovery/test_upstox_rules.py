@@ -1,11 +1,14 @@
 """Upstox's daily token rules and error classification: pure functions."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from recovery.upstox import (
     IST,
@@ -34,13 +37,13 @@ def ist(*args: int) -> datetime:
     ],
 )
 def test_token_expires_at_the_next_0330_ist_whatever_its_issue_time(issued: datetime, expires: datetime) -> None:
-    result = upstox_token_expiry(issued.astimezone(timezone.utc))
+    result = upstox_token_expiry(issued.astimezone(UTC))
     assert result == expires
-    assert result.tzinfo is timezone.utc
+    assert result.tzinfo is UTC
 
 
 @hsettings(deadline=None)
-@given(st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(timezone.utc)))
+@given(st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(UTC)))
 def test_expiry_is_always_a_0330_ist_within_a_day_after_issue(issued: datetime) -> None:
     expiry = upstox_token_expiry(issued)
     assert timedelta(0) < expiry - issued <= timedelta(days=1)
@@ -59,13 +62,15 @@ def test_expiry_is_always_a_0330_ist_within_a_day_after_issue(issued: datetime) 
     ],
 )
 def test_blackout_is_0330_to_0800_ist(moment: datetime, in_blackout: bool) -> None:
-    assert is_token_request_allowed(moment.astimezone(timezone.utc)) is not in_blackout
+    assert is_token_request_allowed(moment.astimezone(UTC)) is not in_blackout
     end = upstox_blackout_end(moment)
     assert (end == ist(2026, 3, 11, 8, 0)) if in_blackout else end is None
 
 
 def envelope(code: str) -> bytes:
-    return json.dumps({"status": "error", "errors": [{"errorCode": code, "message": "m", "propertyPath": None, "invalidValue": None}]}).encode()
+    return json.dumps(
+        {"status": "error", "errors": [{"errorCode": code, "message": "m", "propertyPath": None, "invalidValue": None}]}
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -85,7 +90,9 @@ def envelope(code: str) -> bytes:
         (400, envelope("UDAPI100036"), False, BrokerErrorKind.TRANSIENT),
     ],
 )
-def test_error_bodies_are_classified_by_error_code_then_status(status: int, body: bytes, during_exchange: bool, kind: BrokerErrorKind) -> None:
+def test_error_bodies_are_classified_by_error_code_then_status(
+    status: int, body: bytes, during_exchange: bool, kind: BrokerErrorKind
+) -> None:
     assert classify_upstox_error(status, body, during_code_exchange=during_exchange).kind is kind
 
 
@@ -98,7 +105,9 @@ def test_classified_error_keeps_the_brokers_code_and_message() -> None:
 def test_authorization_url_carries_the_documented_parameters() -> None:
     url = upstox_authorization_url("https://a.example/dialog", client_id="cid", redirect_uri="https://s/cb", state="st")
     assert url == "https://a.example/dialog?response_type=code&client_id=cid&redirect_uri=https%3A%2F%2Fs%2Fcb&state=st"
-    assert "state" not in upstox_authorization_url("https://a.example/dialog", client_id="c", redirect_uri="r", state=None)
+    assert "state" not in upstox_authorization_url(
+        "https://a.example/dialog", client_id="c", redirect_uri="r", state=None
+    )
 
 
 def test_token_response_parse_takes_access_token_and_user_id() -> None:

@@ -1,4 +1,5 @@
 """The code form and the OAuth redirect endpoint: state check, CSRF, rate limit, clear errors."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -49,7 +50,9 @@ def test_anonymous_users_are_sent_to_login(prompt: AuthPrompt) -> None:
 def test_oauth_redirect_with_the_prompts_state_makes_the_token_valid(
     prompt: AuthPrompt, owner: Any, fake_upstox: FakeUpstoxAuth
 ) -> None:
-    response = logged_in(owner).get("/recovery/callback/upstox", {"code": fake_upstox.log_in(), "state": str(prompt.recovery_token)})
+    response = logged_in(owner).get(
+        "/recovery/callback/upstox", {"code": fake_upstox.log_in(), "state": str(prompt.recovery_token)}
+    )
     assert response.status_code == 200 and b"Logged in" in response.content
     assert state() == TokenState.VALID
     assert not AuthPrompt.objects.filter(resolved_at__isnull=True).exists()
@@ -68,7 +71,9 @@ def test_oauth_redirect_with_a_foreign_or_made_up_state_is_refused_and_spends_no
     ]:
         response = client.get("/recovery/callback/upstox", query)
         assert response.status_code == 400 and b"state mismatch" in response.content
-    response = logged_in(prompt.owner).get("/recovery/callback/other-broker", {"code": code, "state": str(prompt.recovery_token)})
+    response = logged_in(prompt.owner).get(
+        "/recovery/callback/other-broker", {"code": code, "state": str(prompt.recovery_token)}
+    )
     assert response.status_code == 400
     assert fake_upstox.token_requests == [] and state() == TokenState.AWAITING_AUTH
 
@@ -89,7 +94,8 @@ def test_the_code_form_needs_a_csrf_token(prompt: AuthPrompt, fake_upstox: FakeU
     page = client.get(f"/recovery/prompts/{prompt.recovery_token}/")
     csrf = page.context["csrf_token"]
     response = client.post(
-        f"/recovery/prompts/{prompt.recovery_token}/code", {"code": fake_upstox.log_in(), "csrfmiddlewaretoken": str(csrf)}
+        f"/recovery/prompts/{prompt.recovery_token}/code",
+        {"code": fake_upstox.log_in(), "csrfmiddlewaretoken": str(csrf)},
     )
     assert response.status_code == 302 and response["Location"] == "/"
     assert state() == TokenState.VALID
@@ -149,7 +155,9 @@ def test_prompt_listing_and_dashboard_show_only_the_users_own_prompts(prompt: Au
 
 
 def test_admin_pages_never_show_the_token_or_its_ciphertext(prompt: AuthPrompt, fake_upstox: FakeUpstoxAuth) -> None:
-    logged_in(prompt.owner).get("/recovery/callback/upstox", {"code": fake_upstox.log_in(), "state": str(prompt.recovery_token)})
+    logged_in(prompt.owner).get(
+        "/recovery/callback/upstox", {"code": fake_upstox.log_in(), "state": str(prompt.recovery_token)}
+    )
     token = BrokerToken.objects.get(broker="upstox")
     assert token.state == TokenState.VALID
     admin = get_user_model().objects.create_superuser("root", password=PASSWORD)

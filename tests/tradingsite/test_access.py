@@ -1,4 +1,5 @@
 """Every page needs a login; health probes do not; metrics need staff or the bearer token."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The dashboard websocket: anonymous users are refused; logged-in users get live prices."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,8 +10,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tradingsite.asgi import application
 from dashboard.consumers import CLOSE_UNAUTHENTICATED
+from tradingsite.asgi import application
 from tradingsite.demo import DEMO_INSTRUMENTS, demo_load
 from tradingsite.runtime.compose import build_runtime
 

@@ -1,4 +1,5 @@
 """Migrations are complete and apply on the configured database (PostgreSQL in CI)."""
+
 from __future__ import annotations
 
 from io import StringIO

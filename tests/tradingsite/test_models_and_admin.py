@@ -1,4 +1,5 @@
 """Model validation with a clear error per field, and the admin pages that use it."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -46,7 +47,11 @@ def test_unknown_venue_is_a_field_error() -> None:
         ("ema", {"timeframe_s": 60, "fast": 20, "slow": 5}, "slow: slow must be greater than fast"),
         ("ema", {"timeframe_s": 60, "fast": 5}, "slow: This field is required."),
         ("volume_breakout", {"bar_volume": "-1", "lookback": 5, "hold_bars": 3, "cooldown_bars": 0}, "bar_volume:"),
-        ("volume_breakout", {"bar_volume": "10", "lookback": 5, "hold_bars": 3, "cooldown_bars": 0, "x": 1}, "unknown params ['x']"),
+        (
+            "volume_breakout",
+            {"bar_volume": "10", "lookback": 5, "hold_bars": 3, "cooldown_bars": 0, "x": 1},
+            "unknown params ['x']",
+        ),
     ],
 )
 def test_strategy_params_are_validated_per_kind_with_an_error_per_param(kind, params, expected) -> None:
@@ -56,14 +61,20 @@ def test_strategy_params_are_validated_per_kind_with_an_error_per_param(kind, pa
 
 
 def test_valid_strategy_params_are_normalised_exactly() -> None:
-    strategy = Strategy(name="vb", kind="volume_breakout", params={"bar_volume": "12.50", "lookback": "5", "hold_bars": 3, "cooldown_bars": 0})
+    strategy = Strategy(
+        name="vb",
+        kind="volume_breakout",
+        params={"bar_volume": "12.50", "lookback": "5", "hold_bars": 3, "cooldown_bars": 0},
+    )
     strategy.full_clean()
     assert strategy.params == {"bar_volume": "12.50", "lookback": 5, "hold_bars": 3, "cooldown_bars": 0}
 
 
 def test_subscription_channel_must_be_served_by_the_venue() -> None:
     feed = Feed.objects.create(name="s", venue="simulated", market_type="simulated")
-    instrument = Instrument.objects.create(feed=feed, symbol="BTC-USD", venue_symbol="BTC-USD", tick_size=Decimal("0.1"), lot_size=Decimal("0.001"))
+    instrument = Instrument.objects.create(
+        feed=feed, symbol="BTC-USD", venue_symbol="BTC-USD", tick_size=Decimal("0.1"), lot_size=Decimal("0.001")
+    )
     with pytest.raises(ValidationError) as caught:
         Subscription(instrument=instrument, channel="book_ticker").full_clean()
     assert "serves trades" in caught.value.message_dict["channel"][0]
@@ -109,8 +120,15 @@ def test_loaddemo_uses_demo_password_from_the_environment(monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["feeds/feed", "feeds/instrument", "feeds/subscription", "processor/strategy", "orders/account",
-     "orders/tradesetting", "core/componenthealth"],
+    [
+        "feeds/feed",
+        "feeds/instrument",
+        "feeds/subscription",
+        "processor/strategy",
+        "orders/account",
+        "orders/tradesetting",
+        "core/componenthealth",
+    ],
 )
 def test_admin_changelists_with_filters_and_search_render(admin_client: Client, url: str) -> None:
     call_command("loaddemo", stdout=StringIO())
@@ -121,9 +139,15 @@ def test_admin_changelists_with_filters_and_search_render(admin_client: Client, 
 
 
 def test_admin_shows_strategy_param_errors_on_the_form(admin_client: Client) -> None:
-    response = admin_client.post("/admin/processor/strategy/add/", {
-        "name": "bad", "kind": "ema", "params": '{"timeframe_s": 60, "fast": 9, "slow": 3}', "enabled": "on",
-    })
+    response = admin_client.post(
+        "/admin/processor/strategy/add/",
+        {
+            "name": "bad",
+            "kind": "ema",
+            "params": '{"timeframe_s": 60, "fast": 9, "slow": 3}',
+            "enabled": "on",
+        },
+    )
     assert response.status_code == 200
     assert b"slow: slow must be greater than fast" in response.content
     assert not Strategy.objects.filter(name="bad").exists()

@@ -1,7 +1,8 @@
 """Adding a periodic job, as docs/extending.md says: one decorated task that declares its name and cadence."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from django.utils.module_loading import import_string
@@ -9,7 +10,13 @@ from django.utils.module_loading import import_string
 from core.jobs import periodic_job
 from core.models import ComponentHealth
 from core.schedule import (
-    DuplicateJobError, PeriodicJob, beat_schedule, job_interval_s, job_named, periodic_jobs, unregister_periodic_job,
+    DuplicateJobError,
+    PeriodicJob,
+    beat_schedule,
+    job_interval_s,
+    job_named,
+    periodic_jobs,
+    unregister_periodic_job,
 )
 from tradingsite.celery import app as celery_app
 

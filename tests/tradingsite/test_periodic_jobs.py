@@ -1,11 +1,12 @@
 """Periodic jobs: one schedule, run in-process (embedded) or by Celery beat + worker (scale-out)."""
+
 from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import subprocess
 import sys
+import threading
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -16,11 +17,11 @@ from django.contrib.sessions.models import Session
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from tests.helpers import async_eventually, eventually
-from tradingsite.celery import app as celery_app
 from core.models import ComponentHealth
 from core.runtime.periodic import _finish_when_cancelled, run_periodic_job
 from core.schedule import beat_schedule, job_named, periodic_jobs
+from tests.helpers import async_eventually, eventually
+from tradingsite.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +63,7 @@ async def test_embedded_runner_calls_the_same_task_on_its_cadence_and_records_th
     expired, live = await database_sync_to_async(make_sessions)()
     runner = asyncio.create_task(run_periodic_job(job_named("clear-expired-sessions")))
     try:
+
         async def cleared() -> bool:
             try:
                 return not await Session.objects.filter(session_key=expired).aexists()
@@ -114,11 +116,19 @@ def test_celery_beat_and_a_real_worker_run_the_periodic_job_over_redis(tmp_path:
     common = [sys.executable, "-m", "celery", "-A", "tradingsite"]
     worker = subprocess.Popen(
         [*common, "worker", "--pool", "solo", "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     beat = subprocess.Popen(
         [*common, "beat", "--loglevel", "INFO", "--max-interval", "1", "--schedule", str(tmp_path / "beat-schedule")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     outputs: list[str] = []
     try:

@@ -1,4 +1,5 @@
 """The metrics sampler reads the processor's routes through its public counts."""
+
 from __future__ import annotations
 
 from processor.processor import Processor

@@ -5,6 +5,7 @@ strategy on the paper broker. Once its entry has filled, the process is killed; 
 restarted process must come up holding that position, so the first signal the
 strategy emits afterwards is the exit of that position, and that exit closes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,20 +57,25 @@ class SiteDatabase:
     def working_exits(self, position_id: int) -> list[tuple]:
         return self.rows(
             "SELECT id FROM orders_order WHERE position_id = ? AND intent = 'EXIT' "
-            "AND status NOT IN ('FILLED', 'CANCELED', 'REJECTED', 'EXPIRED')", position_id,
+            "AND status NOT IN ('FILLED', 'CANCELED', 'REJECTED', 'EXPIRED')",
+            position_id,
         )
 
     def signals_after(self, strategy_id: int, last_id: int) -> list[tuple[int, str]]:
         return self.rows(
             "SELECT id, kind FROM processor_strategysignal WHERE strategy_id = ? AND id > ? ORDER BY id",
-            strategy_id, last_id,
+            strategy_id,
+            last_id,
         )
 
 
 def runfeed(env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "manage.py", "runfeed", "--feed", "sim"], cwd=ROOT, env=env,
-        stdout=log.open("a"), stderr=subprocess.STDOUT,
+        [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
     )
 
 
@@ -84,6 +90,7 @@ def test_after_sigkill_the_restarted_strategy_exits_the_position_it_opened_befor
 
     first = runfeed(env, log)
     try:
+
         def entry_filled() -> tuple[int, str, int] | None:
             assert first.poll() is None, log.read_text()
             filled = [p for p in db.open_positions(strategy_id) if p[2] > 0]
@@ -104,6 +111,7 @@ def test_after_sigkill_the_restarted_strategy_exits_the_position_it_opened_befor
 
     second = runfeed(env, log)
     try:
+
         def closed() -> bool:
             assert second.poll() is None, log.read_text()
             [(state, left)] = db.rows("SELECT state, quantity FROM orders_position WHERE id = ?", position_id)

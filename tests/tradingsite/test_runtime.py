@@ -1,4 +1,5 @@
 """The runtime runs phases in order, tasks of a phase together, and stops cleanly or fatally."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,13 +29,15 @@ async def test_phases_run_in_order_and_tasks_inside_a_phase_run_concurrently() -
 
         return StartupTask(name, phase, run)
 
-    runtime = Runtime([
-        task("bridge", Phase.DATA_BRIDGE),
-        task("flow", Phase.DATA_FLOW),
-        task("feeds", Phase.ADD_FEEDS_AND_STRATEGIES, wait_for_sibling=True),
-        task("strategies", Phase.ADD_FEEDS_AND_STRATEGIES, wait_for_sibling=True),
-        task("subscriptions", Phase.SUBSCRIPTIONS),
-    ])
+    runtime = Runtime(
+        [
+            task("bridge", Phase.DATA_BRIDGE),
+            task("flow", Phase.DATA_FLOW),
+            task("feeds", Phase.ADD_FEEDS_AND_STRATEGIES, wait_for_sibling=True),
+            task("strategies", Phase.ADD_FEEDS_AND_STRATEGIES, wait_for_sibling=True),
+            task("subscriptions", Phase.SUBSCRIPTIONS),
+        ]
+    )
     run = asyncio.create_task(runtime.run())
     while not runtime.started:
         await asyncio.sleep(0.01)
@@ -123,7 +126,9 @@ async def test_a_failing_startup_task_stops_before_later_phases() -> None:
         nonlocal later_ran
         later_ran = True
 
-    runtime = Runtime([StartupTask("load", Phase.ADD_FEEDS_AND_STRATEGIES, broken), StartupTask("flow", Phase.DATA_FLOW, later)])
+    runtime = Runtime(
+        [StartupTask("load", Phase.ADD_FEEDS_AND_STRATEGIES, broken), StartupTask("flow", Phase.DATA_FLOW, later)]
+    )
     assert await asyncio.wait_for(runtime.run(), 5) == 1
     assert later_ran is False
     assert runtime.started is False

@@ -1,4 +1,5 @@
 """Settings load in both configurations, and refuse to run insecurely."""
+
 from __future__ import annotations
 
 import json
@@ -74,7 +75,11 @@ def test_check_deploy_is_clean_when_configured_for_production(tmp_path: Path) ->
     clean.update({"VAR_DIR": str(tmp_path / "var"), **PRODUCTION})
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
@@ -91,6 +96,10 @@ def test_check_deploy_flags_an_insecure_configuration(tmp_path: Path, bad: str) 
     clean.update({"VAR_DIR": str(tmp_path / "var"), **env})
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0

@@ -1,4 +1,5 @@
 """`manage.py runsite` end to end: ready, login, live prices over the websocket, clean SIGTERM."""
+
 from __future__ import annotations
 
 import asyncio
@@ -74,7 +75,11 @@ def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path)
     base = f"http://127.0.0.1:{port}"
     log = (tmp_path / "runsite.log").open("w+")
     site = subprocess.Popen(
-        [sys.executable, "manage.py", "runsite", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        [sys.executable, "manage.py", "runsite", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         wait_site_ready(base, site)
@@ -100,7 +105,11 @@ def test_runsite_exits_non_zero_when_a_named_feed_does_not_exist(tmp_path: Path)
     manage(env, "migrate", "--noinput", "-v0")
     result = subprocess.run(
         [sys.executable, "manage.py", "runsite", "--port", str(free_port()), "--feed", "nope"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     assert "no enabled feed named nope" in result.stdout + result.stderr
@@ -111,8 +120,12 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
     manage(env, "migrate", "--noinput", "-v0")
     manage(env, "loaddemo")
     feed = subprocess.Popen(
-        [sys.executable, "manage.py", "runfeed", "--feed", "sim"], cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         probe = (
@@ -122,8 +135,14 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
 
         def streaming() -> bool:
             assert feed.poll() is None, "runfeed exited early"
-            out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
-                                 capture_output=True, text=True, timeout=60).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", probe],
+                cwd=ROOT,
+                env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
             return "('feed:sim', 'HEALTHY')" in out and "('runtime:feed:sim', 'HEALTHY')" in out
 
         eventually(streaming, timeout_s=60, interval_s=0.5)
@@ -144,8 +163,12 @@ def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> 
     manage(env, "migrate", "--noinput", "-v0")
     port = free_port()
     site = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         wait_site_ready(f"http://127.0.0.1:{port}", site)
@@ -157,7 +180,13 @@ def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> 
         if site.poll() is None:
             site.kill()
             site.wait()
-    bad = subprocess.run([sys.executable, "manage.py", "runserver", "127.0.0.1:http"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "manage.py", "runserver", "127.0.0.1:http"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 1
     assert "is not a port number or address:port pair" in bad.stderr

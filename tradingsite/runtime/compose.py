@@ -4,6 +4,7 @@ build_hubs makes the runtime's hubs (tradingsite.runtime.hubs) and fills the sea
 from the apps that sit above the ones that use them; build_runtime hands each app's
 startup task factory the hubs it reads and writes (docs/runtime.md).
 """
+
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
@@ -16,7 +17,7 @@ from core.runtime.reporting import report_health_forever, withdraw_health
 from core.schedule import periodic_jobs
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
-from feeds.venues.upstox_startup import upstox_token_startup_tasks
+from feeds.upstox_startup import upstox_token_startup_tasks
 from orders.startup import EntryControls, orders_startup_tasks
 from processor.signals import Position
 from processor.startup import processor_startup_tasks
@@ -59,8 +60,11 @@ def held_position(strategy_id: int, feed: str, symbol: str) -> Position:
     held = strategy_held_position(strategy_id, feed, symbol)
     if held.disagreement:
         audit_record(
-            event="position.accounts_disagree", account_id=None, strategy_id=strategy_id,
-            message=held.disagreement, details={"feed": feed, "symbol": symbol, "resumed": held.position.name},
+            event="position.accounts_disagree",
+            account_id=None,
+            strategy_id=strategy_id,
+            message=held.disagreement,
+            details={"feed": feed, "symbol": symbol, "resumed": held.position.name},
         )
     return held.position
 
@@ -94,7 +98,10 @@ def build_runtime(
     tasks += recovery_startup_tasks(hubs.auth_state)
     tasks += upstox_token_startup_tasks(hubs.feeds, hubs.auth_state)
     tasks += orders_startup_tasks(
-        hubs.orders, fanout=hubs.feeds.fanout, signals=hubs.processor.signals, auth_state=hubs.auth_state,
+        hubs.orders,
+        fanout=hubs.feeds.fanout,
+        signals=hubs.processor.signals,
+        auth_state=hubs.auth_state,
         controls=hubs.controls,
     )
     tasks += metrics_startup_tasks(hubs)

@@ -7,6 +7,7 @@ the trade executor. Recovery's token state reaches the feeds and the brokers; th
 dashboard's kill switches and the orders ledger's held positions reach the executor
 and the processor as injected callables, so neither app imports the one above it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -6,6 +6,7 @@ reaches the websockets.
 The runtime owns the lifetime: when it stops (signal or fatal error) the reactor
 stops; when the reactor stops first (it could not listen) the runtime is stopped.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -8,19 +8,20 @@ One module per topic; each reads its own variables, and those that need the shar
 ones (env, BASE_DIR, VAR_DIR, DEBUG) take them from base. No setting is assigned in two
 modules, so the order of the imports below decides nothing.
 """
+
 from __future__ import annotations
 
-from tradingsite.settings.base import *  # noqa: F403
-from tradingsite.settings.security import *  # noqa: F403
-from tradingsite.settings.database import *  # noqa: F403
-from tradingsite.settings.static_files import *  # noqa: F403
-from tradingsite.settings.channel_layers import *  # noqa: F403
-from tradingsite.settings.jobs import *  # noqa: F403
-from tradingsite.settings.runtime import *  # noqa: F403
-from tradingsite.settings.logs import *  # noqa: F403
 from tradingsite.settings.api import *  # noqa: F403
+from tradingsite.settings.base import *  # noqa: F403
+from tradingsite.settings.channel_layers import *  # noqa: F403
 from tradingsite.settings.dashboard import *  # noqa: F403
-from tradingsite.settings.recovery import *  # noqa: F403
-from tradingsite.settings.processor import *  # noqa: F403
-from tradingsite.settings.orders import *  # noqa: F403
+from tradingsite.settings.database import *  # noqa: F403
 from tradingsite.settings.feeds import *  # noqa: F403
+from tradingsite.settings.jobs import *  # noqa: F403
+from tradingsite.settings.logs import *  # noqa: F403
+from tradingsite.settings.orders import *  # noqa: F403
+from tradingsite.settings.processor import *  # noqa: F403
+from tradingsite.settings.recovery import *  # noqa: F403
+from tradingsite.settings.runtime import *  # noqa: F403
+from tradingsite.settings.security import *  # noqa: F403
+from tradingsite.settings.static_files import *  # noqa: F403

@@ -1,4 +1,5 @@
 """The read-only JSON API (Django REST framework) and its OpenAPI schema."""
+
 from __future__ import annotations
 
 from tradingsite.settings.base import env
@@ -10,7 +11,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": env.int("API_PAGE_SIZE", default=100),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,4 +1,5 @@
 """What every other settings module shares: the environment reader, the paths, DEBUG, the apps."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Browser pushes: channels_redis with REDIS_URL (any process reaches every socket), in-memory without."""
+
 from __future__ import annotations
 
 from typing import Any

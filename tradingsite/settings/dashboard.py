@@ -1,4 +1,5 @@
 """The live dashboard's sockets: how far a browser may fall behind, how often it is updated."""
+
 from __future__ import annotations
 
 from tradingsite.settings.base import env

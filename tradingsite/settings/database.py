@@ -1,4 +1,5 @@
 """The database: SQLite under VAR_DIR by default, any django-environ DATABASE_URL otherwise."""
+
 from __future__ import annotations
 
 from tradingsite.settings.base import VAR_DIR, env

@@ -2,6 +2,7 @@
 
 docs/streams.md and docs/redis-publisher.md describe each knob's effect.
 """
+
 from __future__ import annotations
 
 from tradingsite.settings.base import env

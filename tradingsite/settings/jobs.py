@@ -1,4 +1,5 @@
 """Celery and the periodic jobs: a broker with REDIS_URL, in-process and eager without."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured

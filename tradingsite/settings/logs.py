@@ -1,4 +1,5 @@
 """Logging: one console handler, plain lines, broker tokens redacted."""
+
 from __future__ import annotations
 
 from typing import Any

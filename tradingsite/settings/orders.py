@@ -1,4 +1,5 @@
 """Trading: the trade executor, brokers, the ledger's reserves, reconciliation (docs/orders.md)."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured

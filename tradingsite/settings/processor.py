@@ -1,4 +1,5 @@
 """The strategy runtime: route reconciliation, backfill, how often signals and outputs are stored."""
+
 from __future__ import annotations
 
 from tradingsite.settings.base import env

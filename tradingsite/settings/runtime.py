@@ -1,4 +1,5 @@
 """The runtime processes (runsite, runfeed): push cadence, health reports, clean stops, metrics."""
+
 from __future__ import annotations
 
 from tradingsite.settings.base import env

@@ -1,4 +1,5 @@
 """Secrets, allowed hosts, and the HTTPS and cookie hardening that DEBUG=0 switches on."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
@@ -11,9 +12,7 @@ if "SECRET_KEY" in env:
 elif DEBUG:
     SECRET_KEY = read_or_create(VAR_DIR / "secret_key", new_secret_key)
 else:
-    raise ImproperlyConfigured(
-        "SECRET_KEY is required when DEBUG is off: set the SECRET_KEY environment variable."
-    )
+    raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off: set the SECRET_KEY environment variable.")
 
 # MultiFernet keys for broker tokens, newest first. Kept apart from SECRET_KEY so that
 # rotating one never makes the other's ciphertexts unreadable.

@@ -1,4 +1,5 @@
 """Static files: the site's own, the chart library from npm, served by whitenoise."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 # Chart library from npm (`npm ci`, see package.json); dashboard.checks fails loudly when
 # the file is missing instead of serving a page whose charts silently never draw.
-CHART_ASSET_DIR = Path(env.str("CHART_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "lightweight-charts" / "dist")))
+CHART_ASSET_DIR = Path(
+    env.str("CHART_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "lightweight-charts" / "dist"))
+)
 STATICFILES_DIRS: list[Path | tuple[str, Path]] = [
     BASE_DIR / "static",
     ("vendor/lightweight-charts", CHART_ASSET_DIR),

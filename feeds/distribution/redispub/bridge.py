@@ -6,22 +6,24 @@ sequence numbers are spent, so readers see the gap), is logged at most once per
 interval, and turns the publisher's health DEGRADED until a publish succeeds again:
 it never stops the feed.
 """
+
 from __future__ import annotations
 
 import logging
 import time
 from collections import Counter
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from redis.exceptions import RedisError
 
-from feeds.market import FeedData
+from core.health import HealthBoard, Status
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
-from core.health import HealthBoard, Status
+from feeds.market import FeedData
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +38,14 @@ class WebsocketArrivals(Protocol):
 
 class MarketDataBridge:
     def __init__(
-        self, catalog: Catalog, gate: PublishGate, publisher: RedisPublisher, health: HealthBoard, *,
-        arrivals: WebsocketArrivals | None = None, warn_interval_s: float = 10.0,
+        self,
+        catalog: Catalog,
+        gate: PublishGate,
+        publisher: RedisPublisher,
+        health: HealthBoard,
+        *,
+        arrivals: WebsocketArrivals | None = None,
+        warn_interval_s: float = 10.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._catalog = catalog
@@ -70,12 +78,24 @@ class MarketDataBridge:
                 continue
             channel = CHANNEL_OF_KIND[event.kind]
             key = self._catalog.key(feed, instrument, channel)
-            drafts.append(Draft(key, self._catalog.ttl_ms(feed, channel), Envelope(
-                venue=feed.venue, market_type=feed.market_type, symbol=instrument.symbol,
-                venue_symbol=event.symbol, channel=channel, recv_time_ns=event.ts_recv,
-                exchange_time_ns=event.ts_event, source=Source.WS.value, status=Status.HEALTHY.value,
-                data=event_data(event),
-            )))
+            drafts.append(
+                Draft(
+                    key,
+                    self._catalog.ttl_ms(feed, channel),
+                    Envelope(
+                        venue=feed.venue,
+                        market_type=feed.market_type,
+                        symbol=instrument.symbol,
+                        venue_symbol=event.symbol,
+                        channel=channel,
+                        recv_time_ns=event.ts_recv,
+                        exchange_time_ns=event.ts_event,
+                        source=Source.WS.value,
+                        status=Status.HEALTHY.value,
+                        data=event_data(event),
+                    ),
+                )
+            )
             published.append((key, event.symbol, channel))
         if not drafts:
             return
@@ -103,4 +123,6 @@ class MarketDataBridge:
         now = self._monotonic()
         if now - self._last_warned >= self._warn_interval_s:
             self._last_warned = now
-            log.warning("redis-publisher: publish failed, %d messages lost so far: %r", self.skipped["redis_error"], exc)
+            log.warning(
+                "redis-publisher: publish failed, %d messages lost so far: %r", self.skipped["redis_error"], exc
+            )

@@ -7,6 +7,7 @@ the runtime's teardown would wait on it forever. Python 3.11's `asyncio.wait_for
 also drop a cancellation that lands as the awaited call completes (fixed in 3.12). Every
 loop here calls this in its error handlers and once per iteration.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -7,13 +7,14 @@ key between updates). It resolves, first match wins: the operator's override for
 `venue:channel`, then for `channel`; the venue module's optional `channel_cadence_s`;
 the feed's own `interval_ms` setting (the simulated venue); the defaults below.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from feeds.models import Feed, Subscription
 from feeds.distribution.redispub.keys import stream_key
+from feeds.models import Feed, Subscription
 from feeds.venues import get_venue
 
 # Seconds between updates when nothing more specific is known. Trades have no cadence
@@ -95,7 +96,9 @@ class Catalog:
         cache_key = (feed.name, instrument.venue_symbol, channel)
         key = self._keys.get(cache_key)
         if key is None:
-            key = self._keys[cache_key] = stream_key(self.prefix, feed.venue, feed.market_type, instrument.symbol, channel)
+            key = self._keys[cache_key] = stream_key(
+                self.prefix, feed.venue, feed.market_type, instrument.symbol, channel
+            )
         return key
 
     def ttl_ms(self, feed: FeedEntry, channel: str) -> int:
@@ -116,7 +119,10 @@ def catalog_feeds(feed_names: list[str]) -> dict[str, FeedEntry]:
     feeds = {feed.pk: feed for feed in Feed.objects.filter(name__in=feed_names)}
     channels: dict[tuple[int, str, str], set[str]] = {}
     rows = Subscription.objects.filter(enabled=True, instrument__feed__in=feeds.keys()).values_list(
-        "instrument__feed_id", "instrument__symbol", "instrument__venue_symbol", "channel",
+        "instrument__feed_id",
+        "instrument__symbol",
+        "instrument__venue_symbol",
+        "channel",
     )
     for feed_id, symbol, venue_symbol, channel in rows:
         channels.setdefault((feed_id, symbol, venue_symbol), set()).add(channel)
@@ -125,7 +131,9 @@ def catalog_feeds(feed_names: list[str]) -> dict[str, FeedEntry]:
         instruments[feed_id][venue_symbol] = InstrumentEntry(symbol, venue_symbol, frozenset(subscribed))
     return {
         feed.name: FeedEntry(
-            name=feed.name, venue=feed.venue, market_type=feed.market_type,
+            name=feed.name,
+            venue=feed.venue,
+            market_type=feed.market_type,
             settings=get_venue(feed.venue).clean_settings(feed.settings or {}),
             instruments=instruments[pk],
         )

@@ -14,6 +14,7 @@ strings, never JSON floats; times are integer UTC nanoseconds. A field the venue
 send is absent from `data`, never zero. Additive changes keep `schema_version`; a change
 that alters or removes a field bumps it.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -21,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
 from core.fixed_point import fixed_to_str
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
 
 SCHEMA_VERSION = 1
 

@@ -13,30 +13,32 @@ Polls go through one token bucket per venue, a fraction of what the venue allows
 order path shares this IP): when it is empty the poll is skipped, never queued, and the
 stream's health says "rate limited" (fail closed).
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import aiohttp
 from aiolimiter import AsyncLimiter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
-from feeds.market import MarketEvent
+from core.health import Status
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
 from feeds.distribution.redispub.metadata import FETCH_FAILURES
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
+from feeds.market import MarketEvent
 from feeds.venues import get_venue
 from feeds.venues.base import HttpRequest, TradeQuery
 from feeds.venues.rest import fetch
-from core.health import Status
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,8 @@ def rest_call(venue: Any, channel: str, venue_symbol: str, settings: Mapping[str
 def newest(events: list[MarketEvent], venue_symbol: str, channel: str) -> MarketEvent | None:
     """Return the newest event of `channel` for the symbol (REST pages are oldest first)."""
     matching = [
-        event for event in events
+        event
+        for event in events
         if CHANNEL_OF_KIND[event.kind] == channel and event.symbol.upper() == venue_symbol.upper()
     ]
     return max(matching, key=lambda event: event.ts_event, default=None)
@@ -109,9 +112,17 @@ class FallbackController:
     """Tracks websocket keys, notices when they vanish, and polls REST until they come back."""
 
     def __init__(
-        self, catalog: Catalog, publisher: RedisPublisher, *, min_poll_s: float, sweep_s: float,
-        rest_per_minute: float, rest_timeout_s: float, retry_s: float = 1.0,
-        sleep: Callable[[float], Any] = asyncio.sleep, clock_ns: Callable[[], int] = time.time_ns,
+        self,
+        catalog: Catalog,
+        publisher: RedisPublisher,
+        *,
+        min_poll_s: float,
+        sweep_s: float,
+        rest_per_minute: float,
+        rest_timeout_s: float,
+        retry_s: float = 1.0,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._catalog = catalog
         self._publisher = publisher
@@ -159,7 +170,9 @@ class FallbackController:
             return
         if call is None:
             if key not in self.unavailable:
-                log.warning("redis-fallback: %s expired and %s has no REST endpoint for %s", key, feed.venue, ref.channel)
+                log.warning(
+                    "redis-fallback: %s expired and %s has no REST endpoint for %s", key, feed.venue, ref.channel
+                )
             self.unavailable[key] = f"no REST fallback for {ref.channel} on {feed.venue}"
             return
         log.warning("redis-fallback: %s expired; polling REST", key)
@@ -260,7 +273,13 @@ class FallbackController:
             await self._sleep(poll_s)
 
     async def _poll_once(
-        self, key: str, ref: StreamRef, call: RestCall, feed: Any, symbol: str, ttl_ms: int,
+        self,
+        key: str,
+        ref: StreamRef,
+        call: RestCall,
+        feed: Any,
+        symbol: str,
+        ttl_ms: int,
         task: asyncio.Task[Any] | None,
     ) -> None:
         if self._session is None:
@@ -271,12 +290,23 @@ class FallbackController:
         if event is None:
             self.problems[key] = "REST answered without a value"
             return
-        draft = Draft(key, ttl_ms, Envelope(
-            venue=feed.venue, market_type=feed.market_type, symbol=symbol, venue_symbol=ref.venue_symbol,
-            channel=ref.channel, recv_time_ns=received_ns, exchange_time_ns=event.ts_event,
-            source=Source.REST.value, status=Status.DEGRADED.value, status_reason=FALLBACK_REASON,
-            data=event_data(event),
-        ))
+        draft = Draft(
+            key,
+            ttl_ms,
+            Envelope(
+                venue=feed.venue,
+                market_type=feed.market_type,
+                symbol=symbol,
+                venue_symbol=ref.venue_symbol,
+                channel=ref.channel,
+                recv_time_ns=received_ns,
+                exchange_time_ns=event.ts_event,
+                source=Source.REST.value,
+                status=Status.DEGRADED.value,
+                status_reason=FALLBACK_REASON,
+                data=event_data(event),
+            ),
+        )
         # Publish only while this poller still owns the key: a websocket value that
         # arrived during the fetch has handed it back, and must not be overwritten.
         if await self._publisher.publish([draft], only_if=lambda: self.active.get(key) is task):

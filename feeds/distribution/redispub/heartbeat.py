@@ -10,33 +10,43 @@ A stream is one instrument of one feed. Its status is the worst of: its metadata
 process's board, and each of its channels (DEGRADED while on REST or expired with no
 REST to fall back on).
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from redis.exceptions import RedisError
 
-from feeds.distribution.redispub.cancel import reraise_if_cancelling
+from core.health import HealthBoard, Status, worst
 from feeds.distribution.redispub.bridge import MarketDataBridge
+from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog, FeedEntry, InstrumentEntry
 from feeds.distribution.redispub.envelope import Envelope, Source
 from feeds.distribution.redispub.fallback import FallbackController
-from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.keys import HEALTH_CHANNEL, RATELIMIT_SUBJECT, VENUE_SCOPE, venue_key
+from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
-from core.health import HealthBoard, Status, worst
 
 log = logging.getLogger(__name__)
 
 
 class Heartbeat:
     def __init__(
-        self, catalog: Catalog, gate: PublishGate, publisher: RedisPublisher, board: HealthBoard, *,
-        bridge: MarketDataBridge, fallback: FallbackController | None, interval_s: float,
-        sleep: Callable[[float], Any] = asyncio.sleep, clock_ns: Callable[[], int] = time.time_ns,
+        self,
+        catalog: Catalog,
+        gate: PublishGate,
+        publisher: RedisPublisher,
+        board: HealthBoard,
+        *,
+        bridge: MarketDataBridge,
+        fallback: FallbackController | None,
+        interval_s: float,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._catalog = catalog
         self._gate = gate
@@ -76,18 +86,45 @@ class Heartbeat:
                     status, reason, data = self._stream_health(feed, instrument, channels, now)
                     statuses.append(status)
                     counts[status.value] += 1
-                    drafts.append(Draft(self._catalog.key(feed, instrument, HEALTH_CHANNEL), self._ttl_ms, Envelope(
-                        venue=venue, market_type=feed.market_type, symbol=instrument.symbol,
-                        venue_symbol=instrument.venue_symbol, channel=HEALTH_CHANNEL, recv_time_ns=now,
-                        source=Source.INTERNAL.value, status=status.value, status_reason=reason, data=data,
-                    )))
+                    drafts.append(
+                        Draft(
+                            self._catalog.key(feed, instrument, HEALTH_CHANNEL),
+                            self._ttl_ms,
+                            Envelope(
+                                venue=venue,
+                                market_type=feed.market_type,
+                                symbol=instrument.symbol,
+                                venue_symbol=instrument.venue_symbol,
+                                channel=HEALTH_CHANNEL,
+                                recv_time_ns=now,
+                                source=Source.INTERNAL.value,
+                                status=status.value,
+                                status_reason=reason,
+                                data=data,
+                            ),
+                        )
+                    )
             venue_status = worst(statuses)
-            drafts.append(Draft(venue_key(self._catalog.prefix, venue, HEALTH_CHANNEL), self._ttl_ms, Envelope(
-                venue=venue, market_type=VENUE_SCOPE, symbol=None, venue_symbol=None, channel=HEALTH_CHANNEL,
-                recv_time_ns=now, source=Source.INTERNAL.value, status=venue_status.value,
-                status_reason="" if venue_status is Status.HEALTHY else f"{len(statuses) - counts['HEALTHY']} of {len(statuses)} streams not healthy",
-                data={"streams": counts, "feeds": feed_states, "interval_ms": round(self._interval_s * 1000)},
-            )))
+            drafts.append(
+                Draft(
+                    venue_key(self._catalog.prefix, venue, HEALTH_CHANNEL),
+                    self._ttl_ms,
+                    Envelope(
+                        venue=venue,
+                        market_type=VENUE_SCOPE,
+                        symbol=None,
+                        venue_symbol=None,
+                        channel=HEALTH_CHANNEL,
+                        recv_time_ns=now,
+                        source=Source.INTERNAL.value,
+                        status=venue_status.value,
+                        status_reason=""
+                        if venue_status is Status.HEALTHY
+                        else f"{len(statuses) - counts['HEALTHY']} of {len(statuses)} streams not healthy",
+                        data={"streams": counts, "feeds": feed_states, "interval_ms": round(self._interval_s * 1000)},
+                    ),
+                )
+            )
             if self._fallback is not None:
                 drafts.append(self._ratelimit_draft(venue, now))
         return drafts
@@ -99,18 +136,29 @@ class Heartbeat:
         skipped = fallback.skipped_polls[venue]
         skipping = skipped > self._skipped_seen.get(venue, 0)
         self._skipped_seen[venue] = skipped
-        return Draft(venue_key(self._catalog.prefix, venue, RATELIMIT_SUBJECT), self._ttl_ms, Envelope(
-            venue=venue, market_type=VENUE_SCOPE, symbol=None, venue_symbol=None, channel=RATELIMIT_SUBJECT,
-            recv_time_ns=now, source=Source.INTERNAL.value,
-            status=(Status.DEGRADED if skipping else Status.HEALTHY).value,
-            status_reason="REST budget exhausted: fallback polls skipped" if skipping else "",
-            data={
-                "rest_per_minute": format(fallback.rest_per_minute, "g"),
-                "rest_calls": fallback.rest_calls[venue],
-                "skipped_polls": skipped,
-                "keys_on_rest": sum(1 for key in fallback.active if fallback.known[key].feed in self._venue_feeds(venue)),
-            },
-        ))
+        return Draft(
+            venue_key(self._catalog.prefix, venue, RATELIMIT_SUBJECT),
+            self._ttl_ms,
+            Envelope(
+                venue=venue,
+                market_type=VENUE_SCOPE,
+                symbol=None,
+                venue_symbol=None,
+                channel=RATELIMIT_SUBJECT,
+                recv_time_ns=now,
+                source=Source.INTERNAL.value,
+                status=(Status.DEGRADED if skipping else Status.HEALTHY).value,
+                status_reason="REST budget exhausted: fallback polls skipped" if skipping else "",
+                data={
+                    "rest_per_minute": format(fallback.rest_per_minute, "g"),
+                    "rest_calls": fallback.rest_calls[venue],
+                    "skipped_polls": skipped,
+                    "keys_on_rest": sum(
+                        1 for key in fallback.active if fallback.known[key].feed in self._venue_feeds(venue)
+                    ),
+                },
+            ),
+        )
 
     def _venue_feeds(self, venue: str) -> set[str]:
         return {feed.name for feed in self._catalog.venues().get(venue, [])}
@@ -124,7 +172,11 @@ class Heartbeat:
         return channels
 
     def _stream_health(
-        self, feed: FeedEntry, instrument: InstrumentEntry, channels: dict[tuple[str, str], dict[str, str]], now: int,
+        self,
+        feed: FeedEntry,
+        instrument: InstrumentEntry,
+        channels: dict[tuple[str, str], dict[str, str]],
+        now: int,
     ) -> tuple[Status, str, dict[str, Any]]:
         data: dict[str, Any] = {"feed": feed.name, "metadata": self._gate.allows(feed.name, instrument.venue_symbol)}
         if not data["metadata"]:

@@ -7,6 +7,7 @@
 Redis keeps keys and channels in separate namespaces, so one name serves both: a reader
 GETs the last value and SUBSCRIBEs to the same name for pushes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,10 +33,15 @@ def stream_key(prefix: str, venue: str, market_type: str, symbol: str, channel: 
     """Return the key of one instrument channel."""
     if market_type == VENUE_SCOPE:
         raise KeyLayoutError(f"market type {VENUE_SCOPE!r} is reserved for venue-wide keys")
-    return ":".join((
-        _part("prefix", prefix), _part("venue", venue), _part("market type", market_type),
-        _part("symbol", symbol), _part("channel", channel),
-    ))
+    return ":".join(
+        (
+            _part("prefix", prefix),
+            _part("venue", venue),
+            _part("market type", market_type),
+            _part("symbol", symbol),
+            _part("channel", channel),
+        )
+    )
 
 
 def venue_key(prefix: str, venue: str, subject: str) -> str:

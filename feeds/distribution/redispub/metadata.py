@@ -8,16 +8,17 @@ reader that missed the one message announcing a tick change would never hear of 
 again. A venue without a metadata endpoint (the simulated one) is described by the
 site's own Instrument rows, published with source CONFIG.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from datetime import datetime
-from typing import Collection, Mapping, Sequence
+from decimal import Decimal
 
 import aiohttp
 from asgiref.sync import async_to_sync
@@ -26,16 +27,22 @@ from django.db import transaction
 from django.utils import timezone
 from redis.asyncio import Redis
 
-from feeds.models import Feed, Instrument
-from feeds.distribution.redispub.catalog import Catalog, CadencePolicy, FeedEntry, catalog_feeds, parse_cadence_overrides
+from core.health import Status
+from feeds.distribution.redispub.catalog import (
+    CadencePolicy,
+    Catalog,
+    FeedEntry,
+    catalog_feeds,
+    parse_cadence_overrides,
+)
 from feeds.distribution.redispub.envelope import Envelope, Source
 from feeds.distribution.redispub.keys import METADATA_CHANNEL
 from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 from feeds.distribution.redispub.publisher import Draft, KeySequences, RedisPublisher
+from feeds.models import Feed, Instrument
 from feeds.venues import get_venue
 from feeds.venues.base import InstrumentMeta, ParseError
 from feeds.venues.rest import RestError, fetch_instruments
-from core.health import Status
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +71,10 @@ def venue_lists_metadata(venue_name: str) -> bool:
 
 
 async def fetch_listing(
-    venue_name: str, venue_settings: Mapping[str, object], *, session: aiohttp.ClientSession | None = None,
+    venue_name: str,
+    venue_settings: Mapping[str, object],
+    *,
+    session: aiohttp.ClientSession | None = None,
     timeout_s: float = 10.0,
 ) -> list[InstrumentMeta] | None:
     """Return the venue's instrument listing, or None when the venue has no metadata endpoint."""
@@ -75,7 +85,10 @@ async def fetch_listing(
 
 
 async def fetch_feed_metadata(
-    feed: FeedEntry, *, session: aiohttp.ClientSession | None = None, timeout_s: float = 10.0,
+    feed: FeedEntry,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    timeout_s: float = 10.0,
 ) -> list[InstrumentMeta] | None:
     """Return the venue's instrument listing, or None when the venue has no metadata endpoint."""
     return await fetch_listing(feed.venue, feed.settings, session=session, timeout_s=timeout_s)
@@ -83,11 +96,17 @@ async def fetch_feed_metadata(
 
 def instrument_metadata_apply(*, feed: FeedEntry, listing: Sequence[InstrumentMeta] | None) -> MetadataResult:
     """Store the venue's tick size, lot size and multiplier on the feed's subscribed instruments."""
-    return listing_apply(feed_name=feed.name, venue_name=feed.venue, venue_symbols=list(feed.instruments), listing=listing)
+    return listing_apply(
+        feed_name=feed.name, venue_name=feed.venue, venue_symbols=list(feed.instruments), listing=listing
+    )
 
 
 def listing_apply(
-    *, feed_name: str, venue_name: str, venue_symbols: Collection[str], listing: Sequence[InstrumentMeta] | None,
+    *,
+    feed_name: str,
+    venue_name: str,
+    venue_symbols: Collection[str],
+    listing: Sequence[InstrumentMeta] | None,
     now: datetime | None = None,
 ) -> MetadataResult:
     """Store the venue's tick size, lot size and multiplier on the named instruments of a feed.
@@ -102,9 +121,11 @@ def listing_apply(
     by_symbol = {meta.venue_symbol: meta for meta in listing} if listing is not None else {}
     now = now or timezone.now()
     with transaction.atomic():
-        rows = Instrument.objects.select_for_update().filter(
-            feed__name=feed_name, venue_symbol__in=list(venue_symbols)
-        ).order_by("pk")
+        rows = (
+            Instrument.objects.select_for_update()
+            .filter(feed__name=feed_name, venue_symbol__in=list(venue_symbols))
+            .order_by("pk")
+        )
         for row in rows:
             if listing is None:
                 result.known.append(_from_row(row, Source.CONFIG))
@@ -117,8 +138,11 @@ def listing_apply(
                 )
                 continue
             updates: dict[str, Decimal] = {}
-            for name, value in (("tick_size", meta.tick_size), ("lot_size", meta.lot_size),
-                                ("contract_multiplier", meta.contract_multiplier)):
+            for name, value in (
+                ("tick_size", meta.tick_size),
+                ("lot_size", meta.lot_size),
+                ("contract_multiplier", meta.contract_multiplier),
+            ):
                 # bitFlyer publishes no tick size: keep the configured one.
                 if value is not None and Decimal(value) != getattr(row, name):
                     result.changed.append(f"{row.symbol} {name} {_text(getattr(row, name))} -> {_text(value)}")
@@ -165,7 +189,12 @@ def _from_row(row: Instrument, source: Source, meta: InstrumentMeta | None = Non
 
 
 def metadata_drafts(
-    catalog: Catalog, feed: FeedEntry, known: Sequence[InstrumentMetadata], *, ttl_ms: int, recv_time_ns: int,
+    catalog: Catalog,
+    feed: FeedEntry,
+    known: Sequence[InstrumentMetadata],
+    *,
+    ttl_ms: int,
+    recv_time_ns: int,
 ) -> list[Draft]:
     """Return one `metadata` message per instrument with known metadata."""
     drafts = []
@@ -173,11 +202,23 @@ def metadata_drafts(
         instrument = feed.instruments.get(item.venue_symbol)
         if instrument is None:
             continue
-        drafts.append(Draft(catalog.key(feed, instrument, METADATA_CHANNEL), ttl_ms, Envelope(
-            venue=feed.venue, market_type=feed.market_type, symbol=item.symbol, venue_symbol=item.venue_symbol,
-            channel=METADATA_CHANNEL, recv_time_ns=recv_time_ns, source=item.source.value,
-            status=Status.HEALTHY.value, data=item.data(),
-        )))
+        drafts.append(
+            Draft(
+                catalog.key(feed, instrument, METADATA_CHANNEL),
+                ttl_ms,
+                Envelope(
+                    venue=feed.venue,
+                    market_type=feed.market_type,
+                    symbol=item.symbol,
+                    venue_symbol=item.venue_symbol,
+                    channel=METADATA_CHANNEL,
+                    recv_time_ns=recv_time_ns,
+                    source=item.source.value,
+                    status=Status.HEALTHY.value,
+                    data=item.data(),
+                ),
+            )
+        )
     return drafts
 
 
@@ -199,7 +240,8 @@ def metadata_max_age_s() -> float:
 
 def catalog_from_settings(feeds: dict[str, FeedEntry]) -> Catalog:
     return Catalog(
-        settings.MARKET_DATA_PREFIX, feeds,
+        settings.MARKET_DATA_PREFIX,
+        feeds,
         CadencePolicy(settings.MARKET_DATA_TTL_MULTIPLIER, parse_cadence_overrides(settings.MARKET_DATA_CADENCE_S)),
     )
 
@@ -253,8 +295,11 @@ async def _publish_results(catalog: Catalog, results: list[MetadataResult]) -> i
         publisher = RedisPublisher(redis, instance_id=_JOB_INSTANCE_ID, sequences=_JOB_SEQUENCES)
         now, ttl_ms = time.time_ns(), metadata_ttl_ms()
         drafts = [
-            draft for result in results
-            for draft in metadata_drafts(catalog, catalog.feeds[result.feed], result.known, ttl_ms=ttl_ms, recv_time_ns=now)
+            draft
+            for result in results
+            for draft in metadata_drafts(
+                catalog, catalog.feeds[result.feed], result.known, ttl_ms=ttl_ms, recv_time_ns=now
+            )
         ]
         await publisher.publish(drafts)
         return len(drafts)

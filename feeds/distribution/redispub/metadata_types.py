@@ -1,4 +1,5 @@
 """Instrument metadata as published: exact decimal strings, and where they came from."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,10 +3,11 @@
 A price at unknown precision, with no contract multiplier, is a number a consumer would
 size an order from and get wrong; holding it back is the safer failure.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 

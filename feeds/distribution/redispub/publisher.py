@@ -9,12 +9,13 @@ order (two pipelines on two pooled connections could overtake each other and sho
 reader a gap that is not one), and so a conditional publish (`only_if`) decides and
 writes without another publish slipping in between.
 """
+
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from redis.asyncio import Redis
 
@@ -49,7 +50,11 @@ class RedisPublisher:
     """Stamps `publish_seq`, `instance_id` and `publish_time_ns`, then writes SET PX + PUBLISH."""
 
     def __init__(
-        self, redis: Redis, *, instance_id: str, sequences: KeySequences | None = None,
+        self,
+        redis: Redis,
+        *,
+        instance_id: str,
+        sequences: KeySequences | None = None,
         clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.redis = redis

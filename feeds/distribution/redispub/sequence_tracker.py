@@ -6,6 +6,7 @@ the next message has seq + 1; a larger jump means pub/sub dropped messages; a ne
 loss; a seq that does not move forward under the same instance is a replay or a second
 publisher using the same instance id, and is flagged too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

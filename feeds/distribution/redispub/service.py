@@ -5,27 +5,34 @@ unavailable" while the first metadata fetch is failing); the metadata gate opens
 feed when its metadata lands; market data flows through the gate; the fallback
 watcher acts only on keys a websocket value has been published on.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine
+from typing import Any
 
 from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from feeds.distribution.redispub.cancel import reraise_if_cancelling
+from core.health import HealthBoard, Status
 from feeds.distribution.redispub.bridge import HEALTH_COMPONENT, MarketDataBridge
+from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog, FeedEntry
 from feeds.distribution.redispub.fallback import FallbackController, enable_expiry_notifications
-from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.heartbeat import Heartbeat
-from feeds.distribution.redispub.metadata import FETCH_FAILURES, fetch_feed_metadata, instrument_metadata_apply, metadata_drafts
+from feeds.distribution.redispub.metadata import (
+    FETCH_FAILURES,
+    fetch_feed_metadata,
+    instrument_metadata_apply,
+    metadata_drafts,
+)
+from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import RedisPublisher
-from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +52,15 @@ class ServiceOptions:
 
 class MarketDataService:
     def __init__(
-        self, redis: Redis, catalog: Catalog, board: HealthBoard, *, instance_id: str, options: ServiceOptions,
-        sleep: Callable[[float], Any] = asyncio.sleep, clock_ns: Callable[[], int] = time.time_ns,
+        self,
+        redis: Redis,
+        catalog: Catalog,
+        board: HealthBoard,
+        *,
+        instance_id: str,
+        options: ServiceOptions,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.redis = redis
         self.catalog = catalog
@@ -56,15 +70,31 @@ class MarketDataService:
         self._clock_ns = clock_ns
         self.gate = PublishGate()
         self.publisher = RedisPublisher(redis, instance_id=instance_id, clock_ns=clock_ns)
-        self.fallback = FallbackController(
-            catalog, self.publisher, min_poll_s=options.min_poll_s, sweep_s=options.sweep_s,
-            rest_per_minute=options.rest_per_minute, rest_timeout_s=options.rest_timeout_s, sleep=sleep,
-            clock_ns=clock_ns,
-        ) if options.fallback else None
+        self.fallback = (
+            FallbackController(
+                catalog,
+                self.publisher,
+                min_poll_s=options.min_poll_s,
+                sweep_s=options.sweep_s,
+                rest_per_minute=options.rest_per_minute,
+                rest_timeout_s=options.rest_timeout_s,
+                sleep=sleep,
+                clock_ns=clock_ns,
+            )
+            if options.fallback
+            else None
+        )
         self.bridge = MarketDataBridge(catalog, self.gate, self.publisher, board, arrivals=self.fallback)
         self.heartbeat = Heartbeat(
-            catalog, self.gate, self.publisher, board, bridge=self.bridge, fallback=self.fallback,
-            interval_s=options.heartbeat_s, sleep=sleep, clock_ns=clock_ns,
+            catalog,
+            self.gate,
+            self.publisher,
+            board,
+            bridge=self.bridge,
+            fallback=self.fallback,
+            interval_s=options.heartbeat_s,
+            sleep=sleep,
+            clock_ns=clock_ns,
         )
 
     async def prepare(self) -> None:
@@ -99,8 +129,12 @@ class MarketDataService:
             except FETCH_FAILURES as exc:
                 reraise_if_cancelling()
                 self.gate.block(feed.name, f"fetch failed: {exc!r}"[:200])
-                log.warning("redis-publisher %s: metadata fetch failed (%r); retry in %ss",
-                            feed.name, exc, self.options.metadata_retry_s)
+                log.warning(
+                    "redis-publisher %s: metadata fetch failed (%r); retry in %ss",
+                    feed.name,
+                    exc,
+                    self.options.metadata_retry_s,
+                )
                 await self._sleep(self.options.metadata_retry_s)
                 continue
             drafts = metadata_drafts(
@@ -117,8 +151,9 @@ class MarketDataService:
             self.gate.admit(feed.name, result.known)
             if result.missing:
                 self.gate.block(feed.name, f"not listed by {feed.venue}: {', '.join(sorted(result.missing))}")
-            log.info("redis-publisher %s: metadata of %d instruments published; data flows",
-                     feed.name, len(result.known))
+            log.info(
+                "redis-publisher %s: metadata of %d instruments published; data flows", feed.name, len(result.known)
+            )
             return
 
     async def aclose(self) -> None:

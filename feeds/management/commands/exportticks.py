@@ -1,16 +1,16 @@
 """Write recorded ticks as CSV (`ts_ms,symbol,price,volume`), the format `backtest` reads."""
+
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.fixed_point import fixed_to_str
-from feeds.venues.tick_csv import HEADER
 from feeds.recording.tick_selectors import InstrumentNotFound, find_instrument, iter_tick_values, ticks_in_order
-
+from feeds.venues.tick_csv import HEADER
 
 
 def parse_instant_ns(text: str) -> int:
@@ -20,8 +20,8 @@ def parse_instant_ns(text: str) -> int:
     except ValueError:
         raise CommandError(f"not an ISO 8601 date or time: {text!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
@@ -35,8 +35,16 @@ class Command(BaseCommand):
         parser.add_argument("--to", dest="end", help="Exchange time to stop before (ISO 8601, UTC).")
         parser.add_argument("--output", "-o", help="Write to this file instead of standard output.")
 
-    def handle(self, *args: Any, symbol: str, feed: str | None, start: str | None, end: str | None,
-               output: str | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        symbol: str,
+        feed: str | None,
+        start: str | None,
+        end: str | None,
+        output: str | None,
+        **options: Any,
+    ) -> None:
         start_ns = parse_instant_ns(start) if start else None
         end_ns = parse_instant_ns(end) if end else None
         if start_ns is not None and end_ns is not None and end_ns < start_ns:

@@ -1,4 +1,5 @@
 """Manage feeds without the admin: add, list, enable, disable."""
+
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
@@ -54,8 +55,20 @@ class Command(BaseCommand):
         else:
             self._set_enabled(options["name"], action == "enable")
 
-    def _add(self, *, name: str, venue: str, symbols: str, ws_url: str | None, rest_url: str | None,
-             market_type: str | None, tick_size: str, lot_size: str, disabled: bool, **_: Any) -> None:
+    def _add(
+        self,
+        *,
+        name: str,
+        venue: str,
+        symbols: str,
+        ws_url: str | None,
+        rest_url: str | None,
+        market_type: str | None,
+        tick_size: str,
+        lot_size: str,
+        disabled: bool,
+        **_: Any,
+    ) -> None:
         if venue not in VENUES:
             raise CommandError(f"unknown venue {venue!r}; known: {', '.join(sorted(VENUES))}")
         venue_symbols = [s.strip() for s in symbols.split(",") if s.strip()]
@@ -71,7 +84,10 @@ class Command(BaseCommand):
         if rest_url:
             settings[REST_URL_KEY] = rest_url
         feed = Feed(
-            name=name, venue=venue, enabled=not disabled, settings=settings,
+            name=name,
+            venue=venue,
+            enabled=not disabled,
+            settings=settings,
             market_type=market_type or MarketType(VENUES[venue].default_market_type),
         )
         tick, lot = _decimal(tick_size), _decimal(lot_size)
@@ -81,8 +97,11 @@ class Command(BaseCommand):
                 feed.save()
                 for venue_symbol in venue_symbols:
                     instrument = Instrument(
-                        feed=feed, symbol=venue_symbol.upper(), venue_symbol=venue_symbol,
-                        tick_size=tick, lot_size=lot,
+                        feed=feed,
+                        symbol=venue_symbol.upper(),
+                        venue_symbol=venue_symbol,
+                        tick_size=tick,
+                        lot_size=lot,
                     )
                     instrument.full_clean()
                     instrument.save()
@@ -100,7 +119,9 @@ class Command(BaseCommand):
         self.stdout.write(f"{'name':20} {'venue':16} {'state':9} symbols")
         for feed in feeds:
             symbols = ",".join(i.venue_symbol for i in feed.instruments.all()) or "-"
-            urls = " ".join(f"{key}={feed.settings[key]}" for key in (WS_URL_KEY, REST_URL_KEY) if feed.settings.get(key))
+            urls = " ".join(
+                f"{key}={feed.settings[key]}" for key in (WS_URL_KEY, REST_URL_KEY) if feed.settings.get(key)
+            )
             state = "enabled" if feed.enabled else "disabled"
             self.stdout.write(f"{feed.name:20} {feed.venue:16} {state:9} {symbols}{' ' + urls if urls else ''}")
 
@@ -108,4 +129,6 @@ class Command(BaseCommand):
         updated = Feed.objects.filter(name=name).update(enabled=enabled)
         if not updated:
             raise CommandError(f"no feed named {name}")
-        self.stdout.write(f"feed {name}: {'enabled' if enabled else 'disabled'} (takes effect when its runtime restarts)")
+        self.stdout.write(
+            f"feed {name}: {'enabled' if enabled else 'disabled'} (takes effect when its runtime restarts)"
+        )

@@ -1,9 +1,11 @@
 """Parse recorded frames of one venue: one raw frame per stdin line, one JSON event per stdout line."""
+
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser

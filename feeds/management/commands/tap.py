@@ -7,6 +7,7 @@ Each line is one message: the key, seq, instance, source and status, then the da
 Lines starting with "!" flag a sequence gap (messages lost), an instance change (the
 publisher restarted) or a seq that went backwards.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,8 +33,16 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=0.0, help="Stop after this many seconds (0: never).")
         parser.add_argument("--snapshot", action="store_true", help="First print the current value of matching keys.")
 
-    def handle(self, *args: Any, pattern: str, redis_url: str | None, count: int, timeout: float,
-               snapshot: bool, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        pattern: str,
+        redis_url: str | None,
+        count: int,
+        timeout: float,
+        snapshot: bool,
+        **options: Any,
+    ) -> None:
         url = redis_url or settings.REDIS_URL
         if not url:
             raise CommandError("tap needs Redis: set REDIS_URL or pass --redis-url")
@@ -85,9 +94,7 @@ class Command(BaseCommand):
             return
         seen = tracker.observe(key, envelope.instance_id, envelope.publish_seq)
         if seen.finding is Finding.GAP:
-            self.stdout.write(
-                f"! GAP {key}: seq {seen.previous_seq} -> {envelope.publish_seq}, {seen.missed} lost"
-            )
+            self.stdout.write(f"! GAP {key}: seq {seen.previous_seq} -> {envelope.publish_seq}, {seen.missed} lost")
         elif seen.finding is Finding.INSTANCE_CHANGE:
             self.stdout.write(
                 f"! INSTANCE {key}: {seen.previous_instance} -> {envelope.instance_id} (publisher restarted)"

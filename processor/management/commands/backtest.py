@@ -1,17 +1,19 @@
 """`manage.py backtest`: replay ticks through the live strategy code, JSON lines on stdout."""
+
 from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from feeds.market import FeedData
-from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from feeds.venues.tick_csv import TickFileError, read_tick_csv
+from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from processor.strategies import STRATEGIES, clean_params
 
 _RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
@@ -23,11 +25,13 @@ def _parse_time(text: str, option: str) -> int:
     except ValueError:
         raise CommandError(f"{option}: not an ISO 8601 time: {text!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
 
-def _recorded_batches(feed: str, symbols: list[str], start_ns: int, end_ns: int, batch_ticks: int) -> Iterator[FeedData]:
+def _recorded_batches(
+    feed: str, symbols: list[str], start_ns: int, end_ns: int, batch_ticks: int
+) -> Iterator[FeedData]:
     from feeds.recording.tick_history import recorded_ticks  # the recorder's reader; only this mode needs it
     from feeds.recording.tick_selectors import InstrumentNotFound
 
@@ -41,7 +45,7 @@ def _recorded_batches(feed: str, symbols: list[str], start_ns: int, end_ns: int,
                 raise CommandError(str(exc)) from None
         ticks.sort(key=lambda tick: tick.ts_event)
         for start in range(0, len(ticks), batch_ticks):
-            yield FeedData(feed, tuple(ticks[start:start + batch_ticks]))
+            yield FeedData(feed, tuple(ticks[start : start + batch_ticks]))
 
 
 class Command(BaseCommand):
@@ -52,7 +56,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--strategy", required=True, help=f"strategy kind: {', '.join(sorted(STRATEGIES))}")
-        parser.add_argument("--params", required=True, help='JSON object, e.g. \'{"timeframe_s":60,"fast":12,"slow":26}\'')
+        parser.add_argument(
+            "--params", required=True, help='JSON object, e.g. \'{"timeframe_s":60,"fast":12,"slow":26}\''
+        )
         parser.add_argument("--ticks", help="CSV file with header ts_ms,symbol,price,volume")
         parser.add_argument("--from", dest="start", help="recorded ticks from this ISO time (UTC when no offset)")
         parser.add_argument("--to", dest="end", help="recorded ticks until this ISO time (exclusive)")

@@ -17,6 +17,7 @@ answers the next N placements with HTTP 503 (outcome unknown to the client);
 that answer every GET with 503; `trade_outside` books exposure no order of ours explains
 (a trade made in the venue's own app, a liquidation).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -91,14 +92,14 @@ class FakeBinanceOrders:
     def base_url(self) -> str:
         return self._server.base_url
 
-    def start(self) -> "FakeBinanceOrders":
+    def start(self) -> FakeBinanceOrders:
         self._server.start()
         return self
 
     def stop(self) -> None:
         self._server.stop()
 
-    def __enter__(self) -> "FakeBinanceOrders":
+    def __enter__(self) -> FakeBinanceOrders:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -3,6 +3,7 @@
 A thread of its own lets the fake outlive any one event loop and serve several
 processes at once (the cross-process safety tests run the executor in children).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,7 @@ class ThreadedServer:
         self._runner: web.AppRunner | None = None
         self.base_url = ""
 
-    def start(self) -> "ThreadedServer":
+    def start(self) -> ThreadedServer:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
         return self

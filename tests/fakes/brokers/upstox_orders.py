@@ -9,6 +9,7 @@
 
 Only `valid_tokens` are accepted; any other bearer gets 401 with UDAPI100050.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -38,7 +39,7 @@ class FakeUpstoxOrders:
     def base_url(self) -> str:
         return self._server.base_url
 
-    def __enter__(self) -> "FakeUpstoxOrders":
+    def __enter__(self) -> FakeUpstoxOrders:
         self._server.start()
         return self
 
@@ -162,5 +163,8 @@ def _ok(data: Any, **extra: Any) -> web.Response:
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
-    body = {"status": "error", "errors": [{"errorCode": code, "message": message, "propertyPath": None, "invalidValue": None}]}
+    body = {
+        "status": "error",
+        "errors": [{"errorCode": code, "message": message, "propertyPath": None, "invalidValue": None}],
+    }
     return web.Response(status=status, text=json.dumps(body), content_type="application/json")

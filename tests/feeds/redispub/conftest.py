@@ -1,26 +1,32 @@
 """Fixtures for the Redis publisher tests: a unique key prefix per test, a real Redis, a fake venue."""
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import uuid
-from typing import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable
 
 import pytest
 from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.asyncio import Redis
 
+from core.health import HealthBoard
 from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, catalog_feeds
 from feeds.distribution.redispub.service import MarketDataService, ServiceOptions
 from tests.feeds.venues.fake_http import FakeVenueHttp, running_fake_http
-from core.health import HealthBoard
 
 # Short cadences keep the suite fast: trades keys live 3 x 0.1 s.
 FAST_CADENCE = {"trades": 0.1, "mark_price": 0.1}
 FAST_OPTIONS = ServiceOptions(
-    heartbeat_s=0.05, sweep_s=0.05, min_poll_s=0.05, rest_per_minute=6000.0, rest_timeout_s=2.0,
-    metadata_retry_s=0.05, metadata_ttl_ms=60_000,
+    heartbeat_s=0.05,
+    sweep_s=0.05,
+    min_poll_s=0.05,
+    rest_per_minute=6000.0,
+    rest_timeout_s=2.0,
+    metadata_retry_s=0.05,
+    metadata_ttl_ms=60_000,
 )
 
 
@@ -49,14 +55,17 @@ async def fake_http() -> AsyncIterator[FakeVenueHttp]:
 
 
 async def make_service(
-    redis: Redis, prefix: str, feed_names: list[str], *, options: ServiceOptions = FAST_OPTIONS,
-    cadence: dict[str, float] | None = None, board: HealthBoard | None = None,
+    redis: Redis,
+    prefix: str,
+    feed_names: list[str],
+    *,
+    options: ServiceOptions = FAST_OPTIONS,
+    cadence: dict[str, float] | None = None,
+    board: HealthBoard | None = None,
 ) -> MarketDataService:
     feeds = await database_sync_to_async(catalog_feeds)(feed_names)
     catalog = Catalog(prefix, feeds, CadencePolicy(3.0, FAST_CADENCE if cadence is None else cadence))
-    return MarketDataService(
-        redis, catalog, board or HealthBoard(), instance_id=uuid.uuid4().hex[:12], options=options
-    )
+    return MarketDataService(redis, catalog, board or HealthBoard(), instance_id=uuid.uuid4().hex[:12], options=options)
 
 
 @contextlib.asynccontextmanager
@@ -80,4 +89,3 @@ async def running(service: MarketDataService, *, skip: Iterable[str] = ()) -> As
 def _discard(work: object) -> None:
     work.close()  # type: ignore[attr-defined]
     return None
-

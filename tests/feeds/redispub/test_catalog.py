@@ -1,14 +1,24 @@
 """Keys' TTLs: channel cadence times a multiplier, with operator overrides."""
+
 from __future__ import annotations
 
 import pytest
 
-from feeds.distribution.redispub.catalog import CadencePolicy, Catalog, FeedEntry, InstrumentEntry, parse_cadence_overrides
+from feeds.distribution.redispub.catalog import (
+    CadencePolicy,
+    Catalog,
+    FeedEntry,
+    InstrumentEntry,
+    parse_cadence_overrides,
+)
 
 
 def feed(venue: str = "binance-usdm", settings: dict[str, object] | None = None) -> FeedEntry:
     return FeedEntry(
-        name="f", venue=venue, market_type="perpetual", settings=settings or {},
+        name="f",
+        venue=venue,
+        market_type="perpetual",
+        settings=settings or {},
         instruments={"BTCUSDT": InstrumentEntry("BTC-USDT", "BTCUSDT", frozenset({"trades"}))},
     )
 

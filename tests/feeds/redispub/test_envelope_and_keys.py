@@ -1,22 +1,39 @@
 """The envelope and key layout: exact decimal strings, absent fields absent, lossless round trip."""
+
 from __future__ import annotations
 
 import pytest
 
-from feeds.market import BookTicker, FundingRate, MarkPrice, Side, Ticker, parse_fixed
 from feeds.distribution.redispub.envelope import (
-    SCHEMA_VERSION, Envelope, EnvelopeError, Source, channel_of, decode, encode, event_data,
+    SCHEMA_VERSION,
+    Envelope,
+    EnvelopeError,
+    Source,
+    channel_of,
+    decode,
+    encode,
+    event_data,
 )
 from feeds.distribution.redispub.keys import KeyLayoutError, parse_key, stream_key, venue_key
+from feeds.market import BookTicker, FundingRate, MarkPrice, Side, Ticker, parse_fixed
 from tests.feeds.factories import trade
 
 
 def envelope(**overrides: object) -> Envelope:
     fields: dict[str, object] = dict(
-        venue="binance-usdm", market_type="perpetual", symbol="BTC-USDT", venue_symbol="BTCUSDT",
-        channel="trades", publish_seq=41, instance_id="3f2a9c0d11be", recv_time_ns=1_764_460_800_125_000_000,
-        publish_time_ns=1_764_460_800_125_301_000, exchange_time_ns=1_764_460_800_123_000_000,
-        source=Source.WS.value, status="HEALTHY", data={"price": "96712.4", "quantity": "0.015"},
+        venue="binance-usdm",
+        market_type="perpetual",
+        symbol="BTC-USDT",
+        venue_symbol="BTCUSDT",
+        channel="trades",
+        publish_seq=41,
+        instance_id="3f2a9c0d11be",
+        recv_time_ns=1_764_460_800_125_000_000,
+        publish_time_ns=1_764_460_800_125_301_000,
+        exchange_time_ns=1_764_460_800_123_000_000,
+        source=Source.WS.value,
+        status="HEALTHY",
+        data={"price": "96712.4", "quantity": "0.015"},
     )
     fields.update(overrides)
     return Envelope(**fields)  # type: ignore[arg-type]
@@ -62,18 +79,34 @@ def test_absent_venue_fields_are_left_out_never_zero() -> None:
 
 def test_book_ticker_data_has_both_sides_and_the_venue_sequence() -> None:
     book = BookTicker(
-        symbol="BTCUSDT", bid_price=parse_fixed("10.1"), bid_size=parse_fixed("2"),
-        ask_price=parse_fixed("10.2"), ask_size=0, ts_event=1, ts_recv=2, sequence=77,
+        symbol="BTCUSDT",
+        bid_price=parse_fixed("10.1"),
+        bid_size=parse_fixed("2"),
+        ask_price=parse_fixed("10.2"),
+        ask_size=0,
+        ts_event=1,
+        ts_recv=2,
+        sequence=77,
     )
     assert channel_of(book) == "book_ticker"
-    assert event_data(book) == {"bid_price": "10.1", "bid_size": "2", "ask_price": "10.2", "ask_size": "0", "sequence": 77}
+    assert event_data(book) == {
+        "bid_price": "10.1",
+        "bid_size": "2",
+        "ask_price": "10.2",
+        "ask_size": "0",
+        "sequence": 77,
+    }
 
 
 def test_key_layout_and_parse() -> None:
     key = stream_key("md", "binance-usdm", "perpetual", "BTC-USDT", "trades")
     assert key == "md:binance-usdm:perpetual:BTC-USDT:trades"
     parsed = parse_key(key)
-    assert parsed is not None and (parsed.venue, parsed.symbol, parsed.channel) == ("binance-usdm", "BTC-USDT", "trades")
+    assert parsed is not None and (parsed.venue, parsed.symbol, parsed.channel) == (
+        "binance-usdm",
+        "BTC-USDT",
+        "trades",
+    )
     venue = venue_key("md", "binance-usdm", "health")
     assert venue == "md:binance-usdm:venue:health"
     parsed_venue = parse_key(venue)

@@ -1,4 +1,5 @@
 """REST fallback and the metadata gate, against a real Redis and a local fake of the venue's REST API."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,9 @@ import pytest
 from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 
+from feeds.distribution.redispub.envelope import Source, decode
 from feeds.market import FeedData
 from feeds.models import Instrument
-from feeds.distribution.redispub.envelope import Source, decode
 from tests.feeds.factories import make_feed, trade
 from tests.feeds.redispub.conftest import make_service, running
 from tests.feeds.venues.fake_http import FakeVenueHttp
@@ -39,7 +40,10 @@ def rest_polls(fake: FakeVenueHttp) -> int:
 
 @pytest.mark.parametrize("trigger", ["expiries", "sweep"])
 async def test_rest_takes_over_an_expired_key_and_hands_back_to_the_websocket(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp, trigger: str,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
+    trigger: str,
 ) -> None:
     serve_venue(fake_http)
     await database_sync_to_async(binance_feed)(fake_http)
@@ -77,7 +81,9 @@ async def test_rest_takes_over_an_expired_key_and_hands_back_to_the_websocket(
 
 
 async def test_a_failing_rest_poll_keeps_trying_and_health_says_why(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
 ) -> None:
     serve_venue(fake_http)
     fake_http.serve("GET", "/fapi/v1/aggTrades", b'{"code":-1003,"msg":"Too many requests"}', status=429)
@@ -89,12 +95,16 @@ async def test_a_failing_rest_poll_keeps_trying_and_health_says_why(
         await service.bridge.consume(FeedData("bin", (trade(1),)))
         await async_eventually(lambda: _polled_at_least(fake_http, 2), timeout_s=5)
         assert not await redis.exists(key)  # nothing to show rather than a made-up value
-        await async_eventually(lambda: _with_status(
-            redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "HTTP 429"), timeout_s=5)
+        await async_eventually(
+            lambda: _with_status(redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "HTTP 429"),
+            timeout_s=5,
+        )
 
 
 async def test_metadata_gate_holds_back_market_data_until_metadata_lands(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
 ) -> None:
     fake_http.serve("GET", "/fapi/v1/exchangeInfo", b"maintenance", status=503, content_type="text/plain")
     await database_sync_to_async(binance_feed)(fake_http)
@@ -116,7 +126,10 @@ async def test_metadata_gate_holds_back_market_data_until_metadata_lands(
         metadata = decode(await redis.get(metadata_key))
         assert metadata.source == Source.REST.value
         assert metadata.data == {
-            "tick_size": "0.1", "lot_size": "0.001", "contract_multiplier": "1", "min_quantity": "0.001",
+            "tick_size": "0.1",
+            "lot_size": "0.001",
+            "contract_multiplier": "1",
+            "min_quantity": "0.001",
             "venue_status": "trading",
         }
         # The venue's tick size replaced the configured one (0.01) on the instrument row.
@@ -129,7 +142,9 @@ async def test_metadata_gate_holds_back_market_data_until_metadata_lands(
 
 
 async def test_an_instrument_the_venue_does_not_list_stays_gated(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
 ) -> None:
     serve_venue(fake_http)
     await database_sync_to_async(binance_feed)(fake_http, ("BTCUSDT", "NOSUCHUSDT"))
@@ -139,9 +154,12 @@ async def test_an_instrument_the_venue_does_not_list_stays_gated(
         assert not service.gate.allows("bin", "NOSUCHUSDT")
         await service.bridge.consume(FeedData("bin", (trade(1, symbol="NOSUCHUSDT"),)))
         assert not await redis.exists(f"{prefix}:binance-usdm:perpetual:NOSUCHUSDT:trades")
-        await async_eventually(lambda: _with_status(
-            redis, f"{prefix}:binance-usdm:perpetual:NOSUCHUSDT:health", "BLOCKED", "not listed by binance-usdm"),
-            timeout_s=5)
+        await async_eventually(
+            lambda: _with_status(
+                redis, f"{prefix}:binance-usdm:perpetual:NOSUCHUSDT:health", "BLOCKED", "not listed by binance-usdm"
+            ),
+            timeout_s=5,
+        )
 
 
 async def _allows(service, venue_symbol: str) -> bool:  # type: ignore[no-untyped-def]
@@ -171,7 +189,9 @@ async def _fetched_at_least(fake: FakeVenueHttp, count: int) -> bool:
 
 
 async def test_an_empty_rest_budget_skips_polls_rather_than_queueing_them(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
 ) -> None:
     import dataclasses
 
@@ -187,12 +207,16 @@ async def test_an_empty_rest_budget_skips_polls_rather_than_queueing_them(
         await service.bridge.consume(FeedData("bin", (trade(1),)))
         await async_eventually(lambda: _with_source(redis, key, Source.REST), timeout_s=5)
         # The REST value expires in turn; the bucket is empty, so the key stays absent (fail closed).
-        await async_eventually(lambda: _with_status(
-            redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "rate limited"), timeout_s=5)
+        await async_eventually(
+            lambda: _with_status(redis, f"{prefix}:binance-usdm:perpetual:BTCUSDT:health", "DEGRADED", "rate limited"),
+            timeout_s=5,
+        )
         await async_eventually(lambda: _gone(redis, key), timeout_s=5)
         assert rest_polls(fake_http) == 1
-        budget = await async_eventually(lambda: _with_status(
-            redis, f"{prefix}:binance-usdm:venue:ratelimit", "DEGRADED", "REST budget exhausted"), timeout_s=5)
+        budget = await async_eventually(
+            lambda: _with_status(redis, f"{prefix}:binance-usdm:venue:ratelimit", "DEGRADED", "REST budget exhausted"),
+            timeout_s=5,
+        )
         assert budget.data["rest_per_minute"] == "1" and budget.data["rest_calls"] == 1
         assert budget.data["skipped_polls"] >= 1 and budget.data["keys_on_rest"] == 1
 

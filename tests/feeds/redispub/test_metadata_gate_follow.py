@@ -2,6 +2,7 @@
 
 A real Redis, the real stream composition, and the local fake Binance USD-M venue.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -10,14 +11,14 @@ import pytest
 from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 
-from feeds.redis_startup import redis_publisher_startup_tasks
+from core.runtime.core import Runtime
 from feeds.distribution.redispub.envelope import Envelope, Source, decode
 from feeds.distribution.redispub.metadata import instrument_metadata_refresh
+from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import FeedHubs, feed_startup_tasks
 from tests.fakes.binance_usdm import FakeBinanceUsdm, make_tape
 from tests.feeds.factories import make_feed
 from tests.helpers import async_eventually
-from core.runtime.core import Runtime
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 
@@ -50,7 +51,9 @@ async def _stored(redis: Redis, key: str) -> Envelope | None:
 
 
 async def test_prices_of_an_instrument_reach_redis_only_while_the_feed_gate_lets_it_through(  # type: ignore[no-untyped-def]
-    fast, redis: Redis, prefix: str,
+    fast,
+    redis: Redis,
+    prefix: str,
 ) -> None:
     async with FakeBinanceUsdm(make_tape(2000, SYMBOLS)) as venue:
         venue.listed = {"BTCUSDT"}

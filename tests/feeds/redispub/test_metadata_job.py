@@ -1,4 +1,5 @@
 """The hourly metadata job: instruments updated from the venue, the whole set republished."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -7,19 +8,22 @@ import pytest
 from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 
-from feeds.models import Instrument
+from core.models import ComponentHealth
 from feeds.distribution.redispub.envelope import Source, decode
 from feeds.distribution.redispub.metadata import MetadataRefreshError
+from feeds.models import Instrument
 from tests.feeds.factories import make_feed
 from tests.feeds.redispub.test_fallback_and_gate import EXCHANGE_INFO, binance_feed
 from tests.feeds.venues.fake_http import FakeVenueHttp
-from core.models import ComponentHealth
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 
 
 async def test_refresh_updates_instruments_and_republishes_every_cycle(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp, settings,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
+    settings,
 ) -> None:
     from feeds.tasks import instrument_metadata_refresh
 
@@ -37,7 +41,9 @@ async def test_refresh_updates_instruments_and_republishes_every_cycle(
     configured = decode(await redis.get(f"{prefix}:simulated:simulated:ETHUSDT:metadata"))
     assert (configured.source, configured.data["tick_size"]) == (Source.CONFIG.value, "0.01")
     # The key outlives a few missed hourly runs (TTL = 3600 s x 3), then goes stale.
-    assert 3 * 3600 * 1000 - 60_000 < await redis.pttl(f"{prefix}:simulated:simulated:ETHUSDT:metadata") <= 3 * 3600 * 1000
+    assert (
+        3 * 3600 * 1000 - 60_000 < await redis.pttl(f"{prefix}:simulated:simulated:ETHUSDT:metadata") <= 3 * 3600 * 1000
+    )
 
     # Nothing changed, and still the whole set goes out again, continuing the same sequence.
     summary = await database_sync_to_async(instrument_metadata_refresh)()
@@ -49,7 +55,10 @@ async def test_refresh_updates_instruments_and_republishes_every_cycle(
 
 
 async def test_a_venue_that_fails_is_reported_and_the_others_still_refresh(
-    redis: Redis, prefix: str, fake_http: FakeVenueHttp, settings,
+    redis: Redis,
+    prefix: str,
+    fake_http: FakeVenueHttp,
+    settings,
 ) -> None:
     from feeds.tasks import instrument_metadata_refresh
 

@@ -1,4 +1,5 @@
 """Publishing to a real Redis: envelopes round-trip, keys carry a TTL, keys expire when a stream stops."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,9 +11,9 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from feeds.market import FeedData
 from feeds.distribution.redispub.envelope import Source, decode
 from feeds.distribution.redispub.metadata_types import InstrumentMetadata
+from feeds.market import FeedData
 from tests.feeds.factories import make_feed, trade
 from tests.feeds.redispub.conftest import FAST_OPTIONS, make_service, running
 from tests.helpers import async_eventually
@@ -35,7 +36,12 @@ async def test_a_published_trade_round_trips_through_the_key_and_the_channel(red
 
         stored = decode(await redis.get(key))
         assert (stored.venue, stored.market_type, stored.symbol, stored.venue_symbol, stored.channel) == (
-            "simulated", "simulated", "BTCUSDT", "BTCUSDT", "trades")
+            "simulated",
+            "simulated",
+            "BTCUSDT",
+            "BTCUSDT",
+            "trades",
+        )
         assert stored.data == {"price": "64000.12345678", "quantity": "0.00001234", "side": "buy", "trade_id": "1"}
         assert (stored.exchange_time_ns, stored.recv_time_ns) == (sent.ts_event, sent.ts_recv)
         assert (stored.source, stored.status, stored.publish_seq) == (Source.WS.value, "HEALTHY", 1)
@@ -50,7 +56,9 @@ async def test_a_published_trade_round_trips_through_the_key_and_the_channel(red
     await pubsub.aclose()
 
 
-async def test_metadata_of_a_venue_without_an_endpoint_comes_from_the_instrument_table(redis: Redis, prefix: str) -> None:
+async def test_metadata_of_a_venue_without_an_endpoint_comes_from_the_instrument_table(
+    redis: Redis, prefix: str
+) -> None:
     await database_sync_to_async(make_feed)("sim")
     service = await make_service(redis, prefix, ["sim"])
     async with running(service, skip=["heartbeat"]):
@@ -84,7 +92,9 @@ async def test_keys_expire_when_the_stream_stops_and_health_says_so(redis: Redis
 
 
 async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish_after_stop(
-    redis: Redis, prefix: str, settings,
+    redis: Redis,
+    prefix: str,
+    settings,
 ) -> None:
     from tradingsite.runtime.compose import build_runtime
 
@@ -102,8 +112,8 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
         # A heartbeat from before the stream's first report shows its streams healthy and
         # the feed UNKNOWN; wait for one written once the feed reports.
         venue_health = await async_eventually(
-            lambda: _health_with_status(redis, f"{prefix}:simulated:venue:health", "HEALTHY", feed="sim"),
-            timeout_s=10)
+            lambda: _health_with_status(redis, f"{prefix}:simulated:venue:health", "HEALTHY", feed="sim"), timeout_s=10
+        )
         assert venue_health.data["feeds"] == {"sim": "HEALTHY"}
         assert venue_health.data["streams"] == {"HEALTHY": 2, "DEGRADED": 0, "BLOCKED": 0}
     finally:
@@ -114,7 +124,6 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
 
 
 async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> None:
-    from feeds.distribution.fanout import FeedFanout
     from core.runtime.core import RuntimeContext
     from feeds.redis_startup import redis_publisher_startup_tasks
     from feeds.startup import FeedHubs

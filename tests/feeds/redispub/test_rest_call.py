@@ -1,10 +1,11 @@
 """Which REST call serves a channel's current value during fallback (pure)."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from feeds.market import MarkPrice, parse_fixed
 from feeds.distribution.redispub.fallback import newest, rest_call
+from feeds.market import MarkPrice, parse_fixed
 from feeds.venues import get_venue
 from feeds.venues.base import HttpRequest
 from tests.feeds.factories import trade

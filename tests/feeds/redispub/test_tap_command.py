@@ -1,4 +1,5 @@
 """`manage.py tap`: live messages for a pattern, with sequence gaps and restarts flagged."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,11 +13,22 @@ from feeds.distribution.redispub.envelope import Envelope, Source
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from tests.helpers import async_eventually
 
+
 def draft(key: str, price: str) -> Draft:
-    return Draft(key, 60_000, Envelope(
-        venue="binance-usdm", market_type="perpetual", symbol="BTC-USDT", venue_symbol="BTCUSDT",
-        channel="trades", source=Source.WS.value, status="HEALTHY", data={"price": price},
-    ))
+    return Draft(
+        key,
+        60_000,
+        Envelope(
+            venue="binance-usdm",
+            market_type="perpetual",
+            symbol="BTC-USDT",
+            venue_symbol="BTCUSDT",
+            channel="trades",
+            source=Source.WS.value,
+            status="HEALTHY",
+            data={"price": price},
+        ),
+    )
 
 
 async def start_tap(pattern: str, *options: str) -> tuple[asyncio.Task[None], io.StringIO]:

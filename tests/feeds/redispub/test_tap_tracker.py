@@ -1,4 +1,5 @@
 """The tap's sequence tracker: gaps, restarts and replays, per key."""
+
 from __future__ import annotations
 
 from feeds.distribution.redispub.sequence_tracker import Finding, SequenceTracker

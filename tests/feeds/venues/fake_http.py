@@ -1,8 +1,9 @@
 """A real HTTP server on 127.0.0.1 that serves canned venue responses and records requests."""
+
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 from aiohttp import web
 
@@ -23,7 +24,9 @@ class FakeVenueHttp:
     bodies: list[bytes] = field(default_factory=list)
     base_url: str = ""
 
-    def serve(self, method: str, path: str, body: bytes, status: int = 200, content_type: str = "application/json") -> None:
+    def serve(
+        self, method: str, path: str, body: bytes, status: int = 200, content_type: str = "application/json"
+    ) -> None:
         self.routes[(method, path)] = CannedRoute(status, body, content_type)
 
     async def _handle(self, request: web.Request) -> web.Response:

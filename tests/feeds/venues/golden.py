@@ -7,6 +7,7 @@ Regenerate after a deliberate change, then review the diff:
 
     .venv/bin/python -m tests.feeds.venues.golden --write [venue ...]
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Invariants every parsed event must satisfy, whatever the venue (the replay validator)."""
+
 from __future__ import annotations
 
 import feeds.market as market
@@ -61,7 +62,9 @@ def check_event(event: MarketEvent) -> None:
         for value in (event.bid_size, event.ask_size):
             _int(value, "quote size")
             assert value >= 0
-        assert event.sequence is None or (type(event.sequence) is int and 0 <= event.sequence <= MAX_INT), event.sequence
+        assert event.sequence is None or (type(event.sequence) is int and 0 <= event.sequence <= MAX_INT), (
+            event.sequence
+        )
 
 
 def check_sequence(events: list[MarketEvent]) -> None:

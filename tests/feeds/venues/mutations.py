@@ -21,11 +21,13 @@ The classes (MUTATIONS) and what they do to a frame:
 Text venues are mutated as JSON trees (replay as CSV columns); Upstox as protobuf
 messages, with the byte-level classes on the serialized frame.
 """
+
 from __future__ import annotations
 
 import random
 import re
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import orjson
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
@@ -33,23 +35,63 @@ from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
 from tests.feeds.venues import golden
 
 MUTATIONS = (
-    "deep_nesting", "out_of_range_number", "invalid_utf8", "non_positive_price", "negative_size",
-    "empty_symbol", "truncation", "byte_flip", "type_swap",
+    "deep_nesting",
+    "out_of_range_number",
+    "invalid_utf8",
+    "non_positive_price",
+    "negative_size",
+    "empty_symbol",
+    "truncation",
+    "byte_flip",
+    "type_swap",
 )
 
-_BAD_UTF8 = (b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf8\x88\x80\x80\x80", b"\x80", b"\xe2\x82")
+_BAD_UTF8 = (
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xf8\x88\x80\x80\x80",
+    b"\x80",
+    b"\xe2\x82",
+)
 _DEPTHS = (129, 513, 1000, 4000)
 _NUMERIC_TEXT = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 # As JSON tokens: each is outside the range of any price, size or time.
 _OUT_OF_RANGE = (
-    b"1e400", b"-1e400", b"99999999999.99999999", b"100000000000", b"9223372036854775808",
-    b"18446744073709551617", b"-9223372036854775809", b"1" + b"0" * 30, b"1" * 400,
-    b"0.0000000000000000000000001", b"9.3e18", b"92233720368.54775808",
+    b"1e400",
+    b"-1e400",
+    b"99999999999.99999999",
+    b"100000000000",
+    b"9223372036854775808",
+    b"18446744073709551617",
+    b"-9223372036854775809",
+    b"1" + b"0" * 30,
+    b"1" * 400,
+    b"0.0000000000000000000000001",
+    b"9.3e18",
+    b"92233720368.54775808",
 )
 _NON_POSITIVE = ("0", "-1", "-0.00000001", "0.0", "-0", "-96712.4")
 _NEGATIVE = ("-1", "-0.001", "-0.00000001", "-1000000")
 _OTHER_TYPES: tuple[Any, ...] = ([], {}, "", "x", 0, 1.5, True, False, None, "1", [1], {"a": 1}, "[]")
-_PRICE_KEYS = frozenset({"p", "price", "markPrice", "indexPrice", "i", "b", "a", "bestBidPrice", "bestAskPrice", "ltp", "best_bid", "best_ask"})
+_PRICE_KEYS = frozenset(
+    {
+        "p",
+        "price",
+        "markPrice",
+        "indexPrice",
+        "i",
+        "b",
+        "a",
+        "bestBidPrice",
+        "bestAskPrice",
+        "ltp",
+        "best_bid",
+        "best_ask",
+    }
+)
 _SIZE_KEYS = frozenset({"q", "size", "B", "A", "bestBidSize", "bestAskSize", "volume", "nq"})
 _SYMBOL_KEYS = frozenset({"s", "symbol", "product_code", "channel", "topic"})
 
@@ -60,6 +102,7 @@ Path = tuple[Any, ...]
 
 
 # --- JSON venues --------------------------------------------------------------------------
+
 
 def _leaves(node: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
     """Every node with its path, the root included."""
@@ -181,7 +224,21 @@ def _byte_mutation(rng: random.Random, kind: str, frame: bytes) -> bytes:
 
 # --- replay (CSV lines) -------------------------------------------------------------------
 
-_CSV_OTHER = (b"true", b"null", b"[]", b"{}", b"abc", b"1.5e3", b"", b"0x10", b"1_000", b" 12", b"\xd9\xa1\xd9\xa2", b"-", b".")
+_CSV_OTHER = (
+    b"true",
+    b"null",
+    b"[]",
+    b"{}",
+    b"abc",
+    b"1.5e3",
+    b"",
+    b"0x10",
+    b"1_000",
+    b" 12",
+    b"\xd9\xa1\xd9\xa2",
+    b"-",
+    b".",
+)
 
 
 def _csv_mutation(rng: random.Random, kind: str, frame: bytes) -> bytes:
@@ -190,7 +247,7 @@ def _csv_mutation(rng: random.Random, kind: str, frame: bytes) -> bytes:
         return _byte_mutation(rng, kind, frame)
 
     def with_column(index: int, value: bytes) -> bytes:
-        return b",".join(columns[:index] + [value] + columns[index + 1:])
+        return b",".join(columns[:index] + [value] + columns[index + 1 :])
 
     numeric = [index for index in (0, 2, 3, 6) if index < len(columns)]
     if kind == "deep_nesting":
@@ -344,6 +401,7 @@ def _varint(value: int) -> bytes:
 
 
 # --- the generator --------------------------------------------------------------------------
+
 
 def _mutator(venue: str, frames: list[bytes]) -> Callable[[random.Random, str, int], bytes]:
     if venue == "upstox":

@@ -1,11 +1,11 @@
 """The shared venue interface: what every adapter declares, and which venues open frame sources."""
+
 from __future__ import annotations
 
 import pytest
 
 from feeds.venues import VENUES
 from feeds.venues.base import PublishedLimits, StatelessStream
-
 
 EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "upstox"]
 
@@ -50,6 +50,10 @@ def test_the_published_figures_stand_where_the_venue_publishes_them() -> None:
     assert VENUES["binance-usdm"].limits.rest_weight == 2400 and VENUES["binance-usdm"].limits.messages_per_s == 10
     assert VENUES["bitflyer"].limits.rest_weight == 500 and VENUES["bitflyer"].limits.messages_per_s is None
     assert {name: venue.default_market_type for name, venue in VENUES.items()} == {
-        "binance-usdm": "perpetual", "bitflyer": "spot", "kucoin-futures": "perpetual", "replay": "spot",
-        "simulated": "simulated", "upstox": "spot",
+        "binance-usdm": "perpetual",
+        "bitflyer": "spot",
+        "kucoin-futures": "perpetual",
+        "replay": "spot",
+        "simulated": "simulated",
+        "upstox": "spot",
     }

@@ -1,4 +1,5 @@
 """binance-usdm: routed endpoints, subscribe messages and the REST helpers against a local server."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,12 @@ async def test_trades_and_mark_prices_go_to_market_path_and_book_tickers_to_publ
     by_url = {endpoint.url: endpoint for endpoint in endpoints}
     assert set(by_url) == {"wss://fstream.binance.com/market/stream", "wss://fstream.binance.com/public/stream"}
     market = by_url["wss://fstream.binance.com/market/stream"]
-    assert set(market.streams) == {"btcusdt@aggTrade", "ethusdt@aggTrade", "btcusdt@markPrice@1s", "ethusdt@markPrice@1s"}
+    assert set(market.streams) == {
+        "btcusdt@aggTrade",
+        "ethusdt@aggTrade",
+        "btcusdt@markPrice@1s",
+        "ethusdt@markPrice@1s",
+    }
     assert by_url["wss://fstream.binance.com/public/stream"].streams == ("btcusdt@bookTicker", "ethusdt@bookTicker")
 
 

@@ -1,4 +1,5 @@
 """bitflyer: JSON-RPC subscribe requests, exact numbers from JSON numbers, /v1/executions."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ async def test_one_connection_subscribes_each_channel_with_a_json_rpc_request() 
     assert endpoint.url == "wss://ws.lightstream.bitflyer.com/json-rpc"
     requests = [json.loads(message) for message in endpoint.subscribe]
     assert [request["params"]["channel"] for request in requests] == [
-        "lightning_ticker_BTC_JPY", "lightning_ticker_FX_BTC_JPY",
-        "lightning_executions_BTC_JPY", "lightning_executions_FX_BTC_JPY",
+        "lightning_ticker_BTC_JPY",
+        "lightning_ticker_FX_BTC_JPY",
+        "lightning_executions_BTC_JPY",
+        "lightning_executions_FX_BTC_JPY",
     ]
     assert all(request["jsonrpc"] == "2.0" and request["method"] == "subscribe" for request in requests)
     assert len({request["id"] for request in requests}) == len(requests)
@@ -57,7 +60,12 @@ def test_ticker_without_a_bid_reports_none_not_zero() -> None:
 def test_executions_request_pages_by_id_not_time() -> None:
     request = VENUE.trades_request(TradeQuery("BTC_JPY", after_id=2690216240, before_id=2690216243, limit=500), {})
     assert request.url == "https://api.bitflyer.com/v1/executions"
-    assert dict(request.params) == {"product_code": "BTC_JPY", "after": "2690216240", "before": "2690216243", "count": "500"}
+    assert dict(request.params) == {
+        "product_code": "BTC_JPY",
+        "after": "2690216240",
+        "before": "2690216243",
+        "count": "500",
+    }
     with pytest.raises(ValueError):
         VENUE.trades_request(TradeQuery("BTC_JPY", start_ms=1), {})
 

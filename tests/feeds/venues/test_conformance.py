@@ -1,4 +1,5 @@
 """One conformance suite for every registered venue: golden files, determinism, purity."""
+
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,5 @@
 """The fast event constructors build the same, still frozen, instances as the dataclasses."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -3,6 +3,7 @@
 Whatever arrives, `parse` returns events that satisfy the invariants or raises
 ParseError; nothing else escapes, and the stream counts every rejected frame.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -10,13 +11,13 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.health import HealthBoard
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues import VENUES
 from feeds.venues.base import FeedSpec, ParseError
 from tests.feeds.doubles import deliver_burst
 from tests.feeds.venues import golden
 from tests.feeds.venues.invariants import check_event
-from core.health import HealthBoard
 
 VENUE_NAMES = sorted(VENUES)
 RECORDED = {name: golden.read_frames(name) for name in VENUE_NAMES}
@@ -69,8 +70,13 @@ def test_random_bytes_parse_or_are_rejected(venue: str, frame: bytes) -> None:
 
 
 JSON_NUMBERS = st.one_of(
-    st.just("1e999999999"), st.just("-0"), st.just("NaN"), st.just("1" * 5000), st.just("0.000000001"),
-    st.decimals(allow_nan=False, allow_infinity=False).map(str), st.integers().map(str),
+    st.just("1e999999999"),
+    st.just("-0"),
+    st.just("NaN"),
+    st.just("1" * 5000),
+    st.just("0.000000001"),
+    st.decimals(allow_nan=False, allow_infinity=False).map(str),
+    st.integers().map(str),
 )
 
 
@@ -95,7 +101,10 @@ def test_the_stream_counts_every_rejected_frame_and_keeps_going(frames: list[tup
         rejected = sum(not parse_or_reject(venue, frame) for frame in batch)
         # Any venue's frames through the production stream class: only its parse path runs here.
         stream = build_local_stream(
-            FeedSpec("f", venue, {}), VENUES[venue], publish=lambda batch: None, health=HealthBoard(),  # type: ignore[arg-type]
+            FeedSpec("f", venue, {}),
+            VENUES[venue],
+            publish=lambda batch: None,
+            health=HealthBoard(),  # type: ignore[arg-type]
             clock_ns=lambda: golden.RECEIVED_NS,
         )
         asyncio.run(deliver_burst(stream, batch))

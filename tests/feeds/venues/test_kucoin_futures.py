@@ -1,4 +1,5 @@
 """kucoin-futures: bullet bootstrap before dialling, client pings, contracts with multipliers."""
+
 from __future__ import annotations
 
 import json

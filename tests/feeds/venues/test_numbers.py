@@ -1,17 +1,25 @@
 """Exact conversions used by every parser: decimal strings, JSON numbers, ISO times."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feeds.market import parse_fixed
 from core.fixed_point import FIXED_MAX_ABS, MAX_WHOLE_DIGITS, SCALE_DIGITS, FixedPointError
+from feeds.market import parse_fixed
 from feeds.venues.numbers import (
-    decimal_to_fixed, fixed, fixed_positive, fixed_uncached, iso_utc_to_ns, json_fixed, ms_to_ns, whole_to_fixed,
+    decimal_to_fixed,
+    fixed,
+    fixed_positive,
+    fixed_uncached,
+    iso_utc_to_ns,
+    json_fixed,
+    ms_to_ns,
+    whole_to_fixed,
 )
 
 
@@ -51,12 +59,27 @@ def test_twelve_places_reach_the_last_digit() -> None:
     assert fixed("15000000.5") == 15_000_000_500_000_000_000  # BTC_JPY: beyond int64 at 12 places
 
 
-@pytest.mark.parametrize("text", [
-    "1_0", "1 ", " 1", "١٢", "", ".", "1e5", "1.2.3", "²", "nan",
-    "0.0000000000001",  # 13 places
-    "1" * 19, "1" * 19 + ".5", "-" + "1" * 19,  # beyond FIXED_MAX_ABS
-    "1" * 50, "0" * 60 + "1",  # too long to be a number a venue sends
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1_0",
+        "1 ",
+        " 1",
+        "١٢",
+        "",
+        ".",
+        "1e5",
+        "1.2.3",
+        "²",
+        "nan",
+        "0.0000000000001",  # 13 places
+        "1" * 19,
+        "1" * 19 + ".5",
+        "-" + "1" * 19,  # beyond FIXED_MAX_ABS
+        "1" * 50,
+        "0" * 60 + "1",  # too long to be a number a venue sends
+    ],
+)
 def test_fixed_refuses_what_is_not_a_plain_decimal_in_range(text: str) -> None:
     with pytest.raises(FixedPointError):
         fixed(text)
@@ -80,10 +103,25 @@ def test_json_numbers_and_strings_decode_exactly(value: Decimal) -> None:
     assert json_fixed(format(value, "e").encode()) == expected
 
 
-@pytest.mark.parametrize("raw", [
-    b'"', b'"x"', b"1e99999999", b"NaN", b"null", b"1e-13", b"1" + b"0" * 60, b"1e18", b"-1.5e18",
-    b"1000000000000000000", b"1_0e1", b" 1e5", b"\xff1", "١e1".encode(),
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'"',
+        b'"x"',
+        b"1e99999999",
+        b"NaN",
+        b"null",
+        b"1e-13",
+        b"1" + b"0" * 60,
+        b"1e18",
+        b"-1.5e18",
+        b"1000000000000000000",
+        b"1_0e1",
+        b" 1e5",
+        b"\xff1",
+        "١e1".encode(),
+    ],
+)
 def test_json_fixed_refuses_non_numbers_and_out_of_range(raw: bytes) -> None:
     with pytest.raises(FixedPointError):
         json_fixed(raw)
@@ -113,8 +151,8 @@ def test_positive_refuses_zero_and_negative() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31)), st.integers(0, 999))
 def test_iso_times_equal_the_standard_library_to_the_nanosecond(moment: datetime, extra_ns: int) -> None:
-    aware = moment.replace(tzinfo=timezone.utc)
-    expected = (aware - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1) * 1000 + extra_ns
+    aware = moment.replace(tzinfo=UTC)
+    expected = (aware - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000 + extra_ns
     text = aware.strftime("%Y-%m-%dT%H:%M:%S") + f".{aware.microsecond:06d}{extra_ns:03d}"
     assert iso_utc_to_ns(text) == expected
     assert iso_utc_to_ns(text + "Z") == expected
@@ -122,10 +160,19 @@ def test_iso_times_equal_the_standard_library_to_the_nanosecond(moment: datetime
     assert iso_utc_to_ns(milliseconds_only) == expected - expected % 1_000_000
 
 
-@pytest.mark.parametrize("text", [
-    "2026-09-23T10:44:3x", "2026-09-23T25:44:33", "2026-09-23 10:44:33", "2026-09-23T10:44:33.",
-    "2026-09-23T10:44:61", "2026-13-23T10:44:33", "2026-09-23T10:44:33.1234567890", "yesterday",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-09-23T10:44:3x",
+        "2026-09-23T25:44:33",
+        "2026-09-23 10:44:33",
+        "2026-09-23T10:44:33.",
+        "2026-09-23T10:44:61",
+        "2026-13-23T10:44:33",
+        "2026-09-23T10:44:33.1234567890",
+        "yesterday",
+    ],
+)
 def test_malformed_iso_times_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         iso_utc_to_ns(text)

@@ -1,4 +1,5 @@
 """manage.py parseframes: stdin frames to JSON events, per-stream state across lines."""
+
 from __future__ import annotations
 
 import io
@@ -32,7 +33,7 @@ def test_every_recorded_event_comes_out_with_the_required_fields(venue: str) -> 
     assert len(errors) == sum("error" in row for row in expected_rows)
     assert records
     for record in records:
-        assert REQUIRED <= set(record)
+        assert set(record) >= REQUIRED
         assert record["venue"] == venue
         assert record["kind"] in {"trade", "mark_price", "funding_rate", "ticker", "book_ticker"}
         assert record["side"] in {"buy", "sell", None}

@@ -4,9 +4,10 @@ One trade frame per venue, written in the venue's own format, with one field mad
 hostile at a time: the parser raises ParseError with the reason the stream counts it by
 (feed_frames_malformed_total{venue,reason}), and the untouched frame parses.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from upstox_client.feeder.proto import MarketDataFeedV3_pb2 as pb
@@ -22,20 +23,26 @@ BEYOND_RANGE = "9" * 19 + ".5"  # 19 whole digits: beyond the documented range (
 
 
 def _binance(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
-    return (b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1,"s":"%s","a":7,"p":"%s","q":"%s",'
-            b'"T":%d,"m":true%s}}' % (symbol, price, size, TS_MS, extra))
+    return (
+        b'{"stream":"btcusdt@aggTrade","data":{"e":"aggTrade","E":1,"s":"%s","a":7,"p":"%s","q":"%s",'
+        b'"T":%d,"m":true%s}}' % (symbol, price, size, TS_MS, extra)
+    )
 
 
 def _bitflyer(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
-    return (b'{"jsonrpc":"2.0","method":"channelMessage","params":{"channel":"lightning_executions_%s",'
-            b'"message":[{"id":7,"side":"BUY","price":%s,"size":%s,"exec_date":"2024-11-30T00:00:00.123Z"%s}]}}'
-            % (symbol, price, size, extra))
+    return (
+        b'{"jsonrpc":"2.0","method":"channelMessage","params":{"channel":"lightning_executions_%s",'
+        b'"message":[{"id":7,"side":"BUY","price":%s,"size":%s,"exec_date":"2024-11-30T00:00:00.123Z"%s}]}}'
+        % (symbol, price, size, extra)
+    )
 
 
 def _kucoin(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
-    return (b'{"topic":"/contractMarket/execution:%s","type":"message","subject":"match","data":{"symbol":"%s",'
-            b'"side":"buy","size":%s,"price":"%s","tradeId":"7","ts":%d%s}}'
-            % (symbol, symbol, size, price, TS_MS * 1_000_000, extra))
+    return (
+        b'{"topic":"/contractMarket/execution:%s","type":"message","subject":"match","data":{"symbol":"%s",'
+        b'"side":"buy","size":%s,"price":"%s","tradeId":"7","ts":%d%s}}'
+        % (symbol, symbol, size, price, TS_MS * 1_000_000, extra)
+    )
 
 
 def _simulated(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
@@ -55,15 +62,22 @@ def _upstox(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
 
 
 FRAMES: dict[str, Callable[[bytes, bytes, bytes, bytes], bytes]] = {
-    "binance-usdm": _binance, "bitflyer": _bitflyer, "kucoin-futures": _kucoin,
-    "simulated": _simulated, "replay": _replay, "upstox": _upstox,
+    "binance-usdm": _binance,
+    "bitflyer": _bitflyer,
+    "kucoin-futures": _kucoin,
+    "simulated": _simulated,
+    "replay": _replay,
+    "upstox": _upstox,
 }
 # How a frame is nested too deep: a JSON value 1000 brackets deep (a CSV has no nesting,
 # so replay sees a column it cannot read; protobuf, unknown groups 1000 deep).
 DEEP_EXTRA = {
-    "binance-usdm": (b',"x":' + DEEP, "depth"), "bitflyer": (b',"x":' + DEEP, "depth"),
-    "kucoin-futures": (b',"x":' + DEEP, "depth"), "simulated": (b',"x":' + DEEP, "depth"),
-    "replay": (b"," + DEEP, "schema"), "upstox": (b"\x7b" * 1000 + b"\x7c" * 1000, "protobuf"),
+    "binance-usdm": (b',"x":' + DEEP, "depth"),
+    "bitflyer": (b',"x":' + DEEP, "depth"),
+    "kucoin-futures": (b',"x":' + DEEP, "depth"),
+    "simulated": (b',"x":' + DEEP, "depth"),
+    "replay": (b"," + DEEP, "schema"),
+    "upstox": (b"\x7b" * 1000 + b"\x7c" * 1000, "protobuf"),
 }
 
 
@@ -93,7 +107,8 @@ HOSTILE_FIELDS = {
 }
 CASES = [
     pytest.param(venue, *fields, id=f"{venue}: {name}")
-    for venue in sorted(FRAMES) for name, fields in HOSTILE_FIELDS.items()
+    for venue in sorted(FRAMES)
+    for name, fields in HOSTILE_FIELDS.items()
     # Upstox's proto3 sends an unset ltp as 0: no trade yet, not a bad one (below).
     if not (venue == "upstox" and name == "zero price")
 ]
@@ -101,7 +116,11 @@ CASES = [
 
 @pytest.mark.parametrize(("venue", "symbol", "price", "size", "reason"), CASES)
 def test_a_hostile_trade_field_is_refused_with_its_reason(
-    venue: str, symbol: bytes, price: bytes, size: bytes, reason: str,
+    venue: str,
+    symbol: bytes,
+    price: bytes,
+    size: bytes,
+    reason: str,
 ) -> None:
     assert _refusal(venue, FRAMES[venue](symbol, price, size, b"")) == reason
 

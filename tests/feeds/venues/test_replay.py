@@ -1,4 +1,5 @@
 """replay: recorded ticks from CSV or the database, paced or as fast as possible."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,12 +7,12 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+from core.health import HealthBoard
 from feeds.distribution.fanout import FeedFanout
 from feeds.market import FeedData, MarketData, Side, parse_fixed
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
-from core.health import HealthBoard
 
 CSV = "ts_ms,symbol,price,volume\n" + "".join(
     f"{1732924800000 + step * 250},BTC-USDT,{96700 + step}.5,0.00{step % 9 + 1}\n" for step in range(40)
@@ -59,14 +60,18 @@ async def test_recorded_speed_sleeps_the_exchange_time_gaps() -> None:
 async def test_ten_times_speed_sleeps_a_tenth() -> None:
     clock = FakeClock()
     lines = [b"1000,A,1,1", b"2000,A,1,1"]
-    await collect(replay.ReplaySource(lambda: frames_of(lines), speed=10, batch_size=100, clock=clock, sleep=clock.sleep))
+    await collect(
+        replay.ReplaySource(lambda: frames_of(lines), speed=10, batch_size=100, clock=clock, sleep=clock.sleep)
+    )
     assert clock.sleeps == pytest.approx([0.1])
 
 
 async def test_as_fast_as_possible_never_waits_and_batches_by_size() -> None:
     clock = FakeClock()
     lines = [f"{1000 + n * 60_000},A,1,1".encode() for n in range(25)]
-    batches = await collect(replay.ReplaySource(lambda: frames_of(lines), speed=0, batch_size=10, clock=clock, sleep=clock.sleep))
+    batches = await collect(
+        replay.ReplaySource(lambda: frames_of(lines), speed=0, batch_size=10, clock=clock, sleep=clock.sleep)
+    )
     assert [len(batch) for batch in batches] == [10, 10, 5]
     assert all(seconds == 0 for seconds in clock.sleeps)
 
@@ -74,7 +79,9 @@ async def test_as_fast_as_possible_never_waits_and_batches_by_size() -> None:
 async def test_a_csv_recording_streams_through_the_feed_path(tmp_path: Path) -> None:
     path = tmp_path / "ticks.csv"
     path.write_text(CSV)
-    feed = FeedSpec("replayed", "replay", {"path": str(path), "batch_size": 7}, (InstrumentSpec("BTC-USDT", "0.5", "0.001"),))
+    feed = FeedSpec(
+        "replayed", "replay", {"path": str(path), "batch_size": 7}, (InstrumentSpec("BTC-USDT", "0.5", "0.001"),)
+    )
     fanout = FeedFanout()
     queue = fanout.subscribe("test")
     await build_local_stream(feed, replay.VENUE, publish=fanout.publish, health=HealthBoard(), clock_ns=lambda: 5).run()
@@ -93,7 +100,10 @@ def test_settings_are_checked_per_source() -> None:
     with pytest.raises(ValidationError) as info:
         replay.VENUE.clean_settings({"source": "database", "start": "yesterday"})
     assert set(info.value.message_dict) == {"source_feed", "start"}
-    assert replay.VENUE.clean_settings({"source": "database", "source_feed": "binance", "start": "2024-11-30"})["speed"] == 0
+    assert (
+        replay.VENUE.clean_settings({"source": "database", "source_feed": "binance", "start": "2024-11-30"})["speed"]
+        == 0
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -104,23 +114,37 @@ async def test_database_replay_merges_recorded_instruments_in_exchange_time_orde
 
     def record() -> None:
         feed = Feed.objects.create(name="binance-live", venue="binance-usdm", market_type="perpetual")
-        btc = Instrument.objects.create(feed=feed, symbol="BTC-USDT", venue_symbol="BTCUSDT", tick_size="0.1", lot_size="0.001")
-        eth = Instrument.objects.create(feed=feed, symbol="ETH-USDT", venue_symbol="ETHUSDT", tick_size="0.01", lot_size="0.001")
+        btc = Instrument.objects.create(
+            feed=feed, symbol="BTC-USDT", venue_symbol="BTCUSDT", tick_size="0.1", lot_size="0.001"
+        )
+        eth = Instrument.objects.create(
+            feed=feed, symbol="ETH-USDT", venue_symbol="ETHUSDT", tick_size="0.01", lot_size="0.001"
+        )
         for n, instrument in enumerate([btc, eth, btc, eth]):
             Tick.objects.create(
-                instrument=instrument, ts_event=1732924800000000000 + n * 1_000_000, ts_recv=0,
-                price=(100 + n) * 10**8, volume=10**7, trade_id=str(n), side="buy",
+                instrument=instrument,
+                ts_event=1732924800000000000 + n * 1_000_000,
+                ts_recv=0,
+                price=(100 + n) * 10**8,
+                volume=10**7,
+                trade_id=str(n),
+                side="buy",
             )
 
     await database_sync_to_async(record)()
     feed = FeedSpec(
-        "replayed", "replay", replay.VENUE.clean_settings({"source": "database", "source_feed": "binance-live"}),
+        "replayed",
+        "replay",
+        replay.VENUE.clean_settings({"source": "database", "source_feed": "binance-live"}),
         (InstrumentSpec("BTCUSDT", "0.1", "0.001"), InstrumentSpec("ETHUSDT", "0.01", "0.001")),
     )
     delivered: list[FeedData] = []
     await build_local_stream(feed, replay.VENUE, publish=delivered.append, health=HealthBoard()).run()
     events = [event for batch in delivered for event in batch.events]
     assert [(event.symbol, event.trade_id) for event in events] == [
-        ("BTCUSDT", "0"), ("ETHUSDT", "1"), ("BTCUSDT", "2"), ("ETHUSDT", "3"),
+        ("BTCUSDT", "0"),
+        ("ETHUSDT", "1"),
+        ("BTCUSDT", "2"),
+        ("ETHUSDT", "3"),
     ]
     assert all(event.side is Side.BUY for event in events)  # type: ignore[union-attr]

@@ -6,6 +6,7 @@ refused with ParseError and a named reason; anything else escaping a parser woul
 the stream task. The frames are deterministic (tests/feeds/venues/mutations.py):
 FUZZ_SEED and FUZZ_FRAMES change the seed and the count per venue.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,21 @@ from tests.feeds.venues.mutations import MUTATIONS, mutated_frames
 
 FRAMES_PER_VENUE = int(os.environ.get("FUZZ_FRAMES", "100000"))
 SEED = int(os.environ.get("FUZZ_SEED", "20261201"))
-NAMED_REASONS = frozenset({
-    "json", "schema", "depth", "utf8", "number", "price", "size", "symbol", "value", "protobuf", "venue_error",
-})
+NAMED_REASONS = frozenset(
+    {
+        "json",
+        "schema",
+        "depth",
+        "utf8",
+        "number",
+        "price",
+        "size",
+        "symbol",
+        "value",
+        "protobuf",
+        "venue_error",
+    }
+)
 # The reasons the mutation classes must provoke, per venue: a parser that let such
 # frames through, or refused them under another name, fails here.
 EXPECTED_REASONS = {
@@ -62,14 +75,19 @@ def test_mutated_frames_parse_into_in_range_events_or_are_refused_with_a_named_r
         except AssertionError as exc:
             broken.append((number, kind, frame, exc))
 
-    assert not escaped, f"{len(escaped)} frames raised something else than ParseError (seed {SEED}), first: " + "; ".join(
-        f"#{n} {kind} {type(exc).__name__}: {exc} in {frame[:300]!r}" for n, kind, frame, exc in escaped[:3]
+    assert not escaped, (
+        f"{len(escaped)} frames raised something else than ParseError (seed {SEED}), first: "
+        + "; ".join(
+            f"#{n} {kind} {type(exc).__name__}: {exc} in {frame[:300]!r}" for n, kind, frame, exc in escaped[:3]
+        )
     )
     assert not broken, f"{len(broken)} frames parsed into out-of-range events (seed {SEED}), first: " + "; ".join(
         f"#{n} {kind} {exc} from {frame[:300]!r}" for n, kind, frame, exc in broken[:3]
     )
     assert set(refused) <= NAMED_REASONS, f"unnamed reasons: {set(refused) - NAMED_REASONS}"
-    assert EXPECTED_REASONS[venue] <= set(refused), f"never refused as {EXPECTED_REASONS[venue] - set(refused)}: {refused}"
+    assert EXPECTED_REASONS[venue] <= set(refused), (
+        f"never refused as {EXPECTED_REASONS[venue] - set(refused)}: {refused}"
+    )
     assert sum(refused.values()) + sum(parsed_by_class.values()) == FRAMES_PER_VENUE
 
 
@@ -77,4 +95,4 @@ def test_the_mutations_are_the_same_for_the_same_seed_and_cover_every_class() ->
     first = list(mutated_frames("binance-usdm", 900, SEED))
     assert first == list(mutated_frames("binance-usdm", 900, SEED))
     assert first != list(mutated_frames("binance-usdm", 900, SEED + 1))
-    assert Counter(kind for kind, _ in first) == {kind: 100 for kind in MUTATIONS}
+    assert Counter(kind for kind, _ in first) == dict.fromkeys(MUTATIONS, 100)

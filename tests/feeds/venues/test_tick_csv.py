@@ -3,6 +3,7 @@
 Volume zero is a price print without traded volume: both play it (it moves the last
 price, adds no volume); a negative volume is refused by both.
 """
+
 from __future__ import annotations
 
 import io
@@ -12,12 +13,12 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.health import HealthBoard
 from feeds.market import FeedData, parse_fixed
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues import replay
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from feeds.venues.tick_csv import TickFileError, read_tick_csv
-from core.health import HealthBoard
 
 T0 = 1_700_000_000_000  # tick files hold exchange times from 2000 on
 ROWS = [f"{T0 + 1000},BTC-USD,100,1", f"{T0 + 2000},BTC-USD,101,0", f"{T0 + 3000},BTC-USD,102,0.5"]
@@ -48,8 +49,17 @@ def test_the_backtest_folds_a_zero_volume_tick_into_the_price_and_not_the_volume
     path = tick_file(tmp_path, [f"{T0 + 1000},A,10,0.1", f"{T0 + 2000},A,10.5,0", f"{T0 + 3000},A,10.2,0.2"])
     out = io.StringIO()
     params = '{"bar_volume": "0.3", "lookback": 1, "hold_bars": 1, "cooldown_bars": 0}'
-    call_command("backtest", "--strategy", "volume_breakout", "--params", params, "--ticks", str(path),
-                 stdout=out, stderr=io.StringIO())
+    call_command(
+        "backtest",
+        "--strategy",
+        "volume_breakout",
+        "--params",
+        params,
+        "--ticks",
+        str(path),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     outputs = [line for line in map(json.loads, out.getvalue().splitlines()) if line["type"] == "output"]
     # One output per tick of the forming bar: the zero-volume tick moved the price only.
     assert [line["values"] for line in outputs] == [
@@ -64,8 +74,17 @@ def test_the_backtest_refuses_a_negative_volume_naming_its_line(tmp_path: Path) 
     with pytest.raises(TickFileError, match="line 3: size: volume negative"):
         list(read_tick_csv(path, feed="backtest"))
     with pytest.raises(CommandError, match="line 3"):
-        call_command("backtest", "--strategy", "ema", "--params", '{"timeframe_s": 10, "fast": 1, "slow": 3}',
-                     "--ticks", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "backtest",
+            "--strategy",
+            "ema",
+            "--params",
+            '{"timeframe_s": 10, "fast": 1, "slow": 3}',
+            "--ticks",
+            str(path),
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
 
 
 async def test_the_replay_counts_a_negative_volume_as_malformed_and_goes_on(tmp_path: Path) -> None:
@@ -97,7 +116,7 @@ def test_the_optional_columns_are_read_by_the_backtest_too(tmp_path: Path) -> No
 async def test_a_time_before_2000_is_a_unit_mistake_to_both_readers(tmp_path: Path, reader: str) -> None:
     path = tick_file(tmp_path, [f"{T0 // 1000},A,10,1"])  # seconds where milliseconds go
     if reader == "backtest":
-        with pytest.raises(TickFileError, match="line 2: .*exchange time out of range"):
+        with pytest.raises(TickFileError, match=r"line 2: .*exchange time out of range"):
             list(read_tick_csv(path, feed="backtest"))
     else:
         feed = FeedSpec("replayed", "replay", {"path": str(path)}, (InstrumentSpec("A", "1", "1"),))

@@ -1,4 +1,5 @@
 """upstox: protobuf parse, the vtt-delta scenarios (a normal tick, a day boundary, a cold start), repeats, authorize and subscribe."""
+
 from __future__ import annotations
 
 import gzip
@@ -6,8 +7,8 @@ import json
 
 import pytest
 
-from feeds.market import BookTicker, MarketData, MarketEvent, Ticker, parse_fixed
 from core.fixed_point import SCALE
+from feeds.market import BookTicker, MarketData, MarketEvent, Ticker, parse_fixed
 from feeds.venues import upstox
 from feeds.venues.base import ParseError
 from feeds.venues.rest import RestError
@@ -21,7 +22,11 @@ T0 = 1_732_851_000_000_000_000
 
 def tick(vtt: int, ts_event: int, *, price: str = "82.35", ltq: int = 10) -> MarketData:
     return MarketData(
-        symbol=KEY, price=parse_fixed(price), volume=ltq * SCALE, ts_event=ts_event, ts_recv=ts_event,
+        symbol=KEY,
+        price=parse_fixed(price),
+        volume=ltq * SCALE,
+        ts_event=ts_event,
+        ts_recv=ts_event,
         cumulative_volume=vtt * SCALE,
     )
 
@@ -31,6 +36,7 @@ def trades(events: list[MarketEvent]) -> list[MarketData]:
 
 
 # --- the three scenarios of the vtt delta: a normal tick, a day boundary, a cold start -
+
 
 def test_normal_tick_volume_is_the_vtt_delta() -> None:
     state = upstox.UpstoxStreamState()
@@ -54,6 +60,7 @@ def test_cold_start_has_zero_volume_because_pre_open_and_restart_look_alike() ->
 
 
 # --- the two day-boundary triggers --------------------------------------------------------
+
 
 def test_day_boundary_by_vtt_decrease_even_a_minute_later() -> None:
     state = upstox.UpstoxStreamState()
@@ -79,6 +86,7 @@ def test_exactly_12_hours_later_is_still_the_same_day() -> None:
 
 # --- repeats -------------------------------------------------------------------------------
 
+
 def test_resent_ltpc_with_the_same_ltt_and_vtt_is_a_depth_update_not_a_trade() -> None:
     state = upstox.UpstoxStreamState()
     state.apply([tick(1_000, T0)])
@@ -91,19 +99,24 @@ def test_ltpc_mode_trades_carry_ltq_and_drop_exact_repeats() -> None:
     first = MarketData(symbol="NSE_FO|45450", price=parse_fixed("24180.05"), volume=75 * SCALE, ts_event=T0, ts_recv=T0)
     assert state.apply([first]) == [first]
     assert state.apply([first]) == []
-    later = MarketData(symbol="NSE_FO|45450", price=parse_fixed("24180.1"), volume=25 * SCALE, ts_event=T0 + 1, ts_recv=T0 + 1)
+    later = MarketData(
+        symbol="NSE_FO|45450", price=parse_fixed("24180.1"), volume=25 * SCALE, ts_event=T0 + 1, ts_recv=T0 + 1
+    )
     assert state.apply([later]) == [later]
 
 
 def test_instruments_keep_separate_state() -> None:
     state = upstox.UpstoxStreamState()
     state.apply([tick(1_000, T0)])
-    other = MarketData(symbol="NSE_EQ|INE002A01018", price=1, volume=SCALE, ts_event=T0, ts_recv=T0, cumulative_volume=7 * SCALE)
+    other = MarketData(
+        symbol="NSE_EQ|INE002A01018", price=1, volume=SCALE, ts_event=T0, ts_recv=T0, cumulative_volume=7 * SCALE
+    )
     (event,) = trades(state.apply([other]))
     assert event.volume == 0  # cold start for this key, whatever the other key saw
 
 
 # --- parse ----------------------------------------------------------------------------------
+
 
 def test_market_info_first_message_gives_no_events() -> None:
     assert upstox.parse(golden.read_frames("upstox")[0], 0) == []
@@ -119,7 +132,11 @@ def test_ltpc_trade_is_price_ltp_quantity_ltq_time_ltt_and_no_side() -> None:
     (trade,) = upstox.parse(golden.read_frames("upstox")[4], 0)
     assert isinstance(trade, MarketData)
     assert (trade.symbol, trade.price, trade.volume, trade.ts_event, trade.side) == (
-        "NSE_FO|45450", parse_fixed("24180.05"), 75 * SCALE, 1732851002990 * 1_000_000, None,
+        "NSE_FO|45450",
+        parse_fixed("24180.05"),
+        75 * SCALE,
+        1732851002990 * 1_000_000,
+        None,
     )
 
 
@@ -156,11 +173,14 @@ def test_recorded_stream_through_the_state_gives_vtt_deltas_and_drops_the_repeat
 
 # --- dialling -----------------------------------------------------------------------------
 
+
 def test_subscribe_request_is_json_bytes_for_a_binary_frame() -> None:
     message = upstox.subscribe_message([KEY, "NSE_INDEX|Nifty 50"], "full", guid="g1")
     assert isinstance(message, bytes)
     assert json.loads(message) == {
-        "guid": "g1", "method": "sub", "data": {"mode": "full", "instrumentKeys": [KEY, "NSE_INDEX|Nifty 50"]},
+        "guid": "g1",
+        "method": "sub",
+        "data": {"mode": "full", "instrumentKeys": [KEY, "NSE_INDEX|Nifty 50"]},
     }
 
 
@@ -169,7 +189,9 @@ def test_subscribe_refuses_more_keys_than_the_mode_allows() -> None:
         upstox.subscribe_message([f"NSE_FO|{n}" for n in range(2001)], "full")
 
 
-async def test_every_dial_authorizes_with_the_provided_token_and_uses_the_single_use_url(fake_http: FakeVenueHttp) -> None:
+async def test_every_dial_authorizes_with_the_provided_token_and_uses_the_single_use_url(
+    fake_http: FakeVenueHttp,
+) -> None:
     uris = iter(["wss://ws.example.test/feed?code=one", "wss://ws.example.test/feed?code=two"])
     tokens = []
 
@@ -218,17 +240,25 @@ def test_settings_refuse_an_unknown_mode() -> None:
 def test_instruments_file_tick_sizes_are_paise_turned_into_rupees() -> None:
     rows = [
         {"segment": "NSE_EQ", "instrument_key": KEY, "trading_symbol": "NHPC", "lot_size": 1, "tick_size": 5.0},
-        {"segment": "NSE_FO", "instrument_key": "NSE_FO|45450", "trading_symbol": "NIFTY FUT", "lot_size": 75, "tick_size": 10.0},
+        {
+            "segment": "NSE_FO",
+            "instrument_key": "NSE_FO|45450",
+            "trading_symbol": "NIFTY FUT",
+            "lot_size": 75,
+            "tick_size": 10.0,
+        },
     ]
     instruments = upstox.parse_instruments(gzip.compress(json.dumps(rows).encode()))
     assert [(meta.venue_symbol, meta.tick_size, meta.lot_size) for meta in instruments] == [
-        (KEY, "0.05", "1"), ("NSE_FO|45450", "0.1", "75"),
+        (KEY, "0.05", "1"),
+        ("NSE_FO|45450", "0.1", "75"),
     ]
     with pytest.raises(ParseError):
         upstox.parse_instruments(b"\x1f\x8b not really gzip")
 
 
 # --- recovery's analytics token -------------------------------------------------------------
+
 
 class FakeAccessToken:
     def __init__(self, secret: str) -> None:
@@ -254,7 +284,11 @@ class FakeTokenSource:
 
 
 async def test_a_token_source_authorizes_the_dial(fake_http: FakeVenueHttp) -> None:
-    fake_http.serve("GET", "/v3/feed/market-data-feed/authorize", b'{"status":"success","data":{"authorized_redirect_uri":"wss://x/feed?code=1"}}')
+    fake_http.serve(
+        "GET",
+        "/v3/feed/market-data-feed/authorize",
+        b'{"status":"success","data":{"authorized_redirect_uri":"wss://x/feed?code=1"}}',
+    )
     venue, source = upstox.UpstoxVenue(), FakeTokenSource("provisioned")
     venue.use_token_source(source)
     (endpoint,) = await venue.endpoints([KEY], {"trades"}, {"rest_url": fake_http.base_url})
@@ -286,7 +320,7 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     from core.runtime.core import RuntimeContext
     from core.runtime.startup_value import StartupValue
     from feeds.startup import FeedHubs
-    from feeds.venues.upstox_startup import upstox_token_startup_tasks
+    from feeds.upstox_startup import upstox_token_startup_tasks
     from recovery.tokens import TokenKey, TokenKind
 
     source = FakeTokenSource("from-recovery")
@@ -308,11 +342,13 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     assert venue._token_source is source
 
 
-async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from core.runtime.core import RuntimeContext
     from core.runtime.startup_value import StartupValue
     from feeds.startup import FeedHubs
-    from feeds.venues.upstox_startup import upstox_token_startup_tasks
+    from feeds.upstox_startup import upstox_token_startup_tasks
 
     class AuthState:
         def token_source(self, key: object) -> None:

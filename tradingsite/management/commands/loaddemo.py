@@ -1,4 +1,5 @@
 """Load the demo setup (idempotent). The demo password is printed once, when it is set."""
+
 from __future__ import annotations
 
 import os
@@ -16,10 +17,12 @@ class Command(BaseCommand):
         result = demo_load(password=os.environ.get("DEMO_PASSWORD") or None)
         self.stdout.write(f"demo: feed {DEMO_FEED!r} with 5 instruments, 2 strategies, paper account ready")
         if result.password and "DEMO_PASSWORD" not in os.environ:
-            self.stdout.write(self.style.WARNING(
-                f"demo: log in as {result.username!r} with password {result.password!r} "
-                "(shown once; reset with `manage.py changepassword demo`)"
-            ))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"demo: log in as {result.username!r} with password {result.password!r} "
+                    "(shown once; reset with `manage.py changepassword demo`)"
+                )
+            )
         elif result.password:
             self.stdout.write(f"demo: user {result.username!r} password set from DEMO_PASSWORD")
         else:

@@ -1,4 +1,5 @@
 """Run the runtime for the named feed(s), without the web (scale-out: one process per venue)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tradingsite.runtime.compose import build_runtime
 from core.runtime.signals import parse_feed_names, run_fast, stop_on_signals
+from tradingsite.runtime.compose import build_runtime
 
 
 class Command(BaseCommand):

@@ -1,5 +1,6 @@
 """`runserver` is `runsite` here, so the command Django users type first serves the live
 dashboard (websockets, feeds, periodic jobs) rather than a WSGI page without them."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Run the whole site in one process: web (daphne), runtime and, without Redis, periodic jobs."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -6,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tradingsite.runtime.compose import build_runtime
 from core.runtime.signals import parse_feed_names
+from tradingsite.runtime.compose import build_runtime
 from tradingsite.runtime.web import serve_with_runtime
 
 
@@ -27,9 +28,17 @@ class Command(BaseCommand):
         from tradingsite.asgi import application
 
         periodic_in_process = not settings.REDIS_URL
-        runtime = build_runtime(role="site", feed_names=parse_feed_names(feed) or None, periodic_jobs=periodic_in_process)
-        mode = "embedded: periodic jobs in this process" if periodic_in_process else "Redis: periodic jobs need celery beat + worker"
-        self.stdout.write(f"tradingsite: serving http://{host}:{port}/ ({settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, {mode})")
+        runtime = build_runtime(
+            role="site", feed_names=parse_feed_names(feed) or None, periodic_jobs=periodic_in_process
+        )
+        mode = (
+            "embedded: periodic jobs in this process"
+            if periodic_in_process
+            else "Redis: periodic jobs need celery beat + worker"
+        )
+        self.stdout.write(
+            f"tradingsite: serving http://{host}:{port}/ ({settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, {mode})"
+        )
         self.stdout.flush()
         code = serve_with_runtime(application, runtime, host=host, port=port)
         if code:

@@ -1,4 +1,5 @@
 """Startup wiring: the upstox venue authorizes with recovery's provisioned analytics token."""
+
 from __future__ import annotations
 
 import logging
