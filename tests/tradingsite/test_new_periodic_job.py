@@ -16,6 +16,7 @@ from core.schedule import (
     job_interval_s,
     job_named,
     periodic_jobs,
+    register_periodic_job,
     unregister_periodic_job,
 )
 from tradingsite.celery import app as celery_app
@@ -28,23 +29,27 @@ def throwaway_job() -> str:
     return f"{len(runs)} run(s)"
 
 
+THROWAWAY = PeriodicJob("throwaway-job", f"{__name__}.throwaway_job", 42.0)
+
+
 @pytest.fixture
 def declared() -> Iterator[PeriodicJob]:
     # Declared here rather than at import, so the other schedule tests see only the site's jobs.
     global throwaway_job
     assert "throwaway-job" not in celery_app.conf.beat_schedule  # beat's schedule is read once, before this job
-    original = throwaway_job
-    throwaway_job = periodic_job("throwaway-job", every_s=42.0)(original)  # type: ignore[assignment]
+    if THROWAWAY.task in celery_app.tasks:  # decorated by an earlier test: the task exists, declare it again
+        register_periodic_job(THROWAWAY)
+    else:
+        throwaway_job = periodic_job("throwaway-job", every_s=42.0)(throwaway_job)  # type: ignore[assignment]
     try:
         yield job_named("throwaway-job")
     finally:
         unregister_periodic_job("throwaway-job")
-        throwaway_job = original
 
 
 @pytest.mark.django_db
 def test_a_declared_job_is_scheduled_by_beat_and_runs_as_the_same_task_with_its_health(declared: PeriodicJob) -> None:
-    assert declared == PeriodicJob("throwaway-job", f"{__name__}.throwaway_job", 42.0)
+    assert declared == THROWAWAY
     assert beat_schedule()["throwaway-job"] == {"task": declared.task, "schedule": 42.0}
     assert declared.task in celery_app.tasks  # the name Celery beat sends and the worker runs
     task = import_string(declared.task)  # what the embedded runner calls
