@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Sequence
 
 from django.db import connection, transaction
 from django.db.models import Sum
@@ -245,3 +246,79 @@ def _ledger_check_snapshot(account_id: int) -> InvariantReport:
     if problems:
         CAPITAL_INVARIANT_VIOLATIONS.inc()
     return InvariantReport(account_id, not problems, tuple(problems))
+
+
+def ledgers_lock(*, account_ids: Sequence[int]) -> dict[int, int]:
+    """Lock the ledger rows of `account_ids` (in account order) and return each one's `available`.
+
+    One statement for every account of a signal; an account without a ledger yet gets
+    it opened from its allocation first. Needs an open transaction, like `ledger_lock`.
+    """
+    from orders.rows import for_update, placeholders, table
+
+    ordered = sorted(set(account_ids))
+    if not ordered:
+        return {}
+    sql = (
+        f"SELECT account_id, allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl "
+        f"FROM {table(CapitalLedger)} WHERE account_id IN ({placeholders(len(ordered))}) ORDER BY account_id{for_update()}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ordered)
+        available = {account_id: int(value) for account_id, value in cursor.fetchall()}
+    for account_id in ordered:
+        if account_id not in available:
+            ledger_open(account=Account.objects.get(pk=account_id))
+            available[account_id] = ledger_lock(account_id=account_id).available
+    return available
+
+
+def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]:
+    """Reserve (account, amount, client order id) on several locked ledgers in one statement; return the accounts reserved.
+
+    The UPDATE carries the condition itself (available >= amount), so a reservation that
+    does not fit is never made, whatever the caller read before; each one made is
+    journaled (one multi-row insert). At most one reservation per account.
+    """
+    from django.utils import timezone
+
+    from orders.rows import insert_rows, placeholders, table
+
+    if not reservations:
+        return set()
+    accounts = [account_id for account_id, _, _ in reservations]
+    if len(set(accounts)) != len(accounts):
+        raise ValueError("one reservation per account and statement")
+    amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
+    case_params: list[object] = []
+    for account_id, amount, _ in reservations:
+        if amount < 0:
+            raise ValueError("a reservation cannot be negative")
+        case_params += [account_id, amount]
+    now = timezone.now()
+    sql = (
+        f"UPDATE {table(CapitalLedger)} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "
+        f"WHERE account_id IN ({placeholders(len(accounts))}) "
+        f"AND allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl >= {amount_case} "
+        f"RETURNING account_id"
+    )
+    params = [*case_params, connection.ops.adapt_datetimefield_value(now), *accounts, *case_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        reserved = {row[0] for row in cursor.fetchall()}
+    insert_rows(
+        LedgerEntry,
+        _ENTRY_COLUMNS,
+        [
+            (account_id, Kind.RESERVE, 0, amount, 0, 0, client_order_id, "", "", now)
+            for account_id, amount, client_order_id in reservations
+            if account_id in reserved
+        ],
+    )
+    return reserved
+
+
+_ENTRY_COLUMNS = (
+    "account_id", "kind", "delta_allocated", "delta_reserved_for_orders", "delta_reserved_for_positions",
+    "delta_realized_pnl", "client_order_id", "exchange_trade_id", "reason", "created_at",
+)
