@@ -14,9 +14,11 @@ from typing import Sequence
 
 from django.db import connection, transaction
 from django.db.models import Sum
+from django.utils import timezone
 
 from orders.metrics import CAPITAL_INVARIANT_VIOLATIONS
 from orders.models import Account, CapitalLedger, LedgerEntry
+from orders.rows import any_of, for_update, insert_rows, placeholders, table
 
 log = logging.getLogger(__name__)
 Kind = LedgerEntry.Kind
@@ -254,17 +256,16 @@ def ledgers_lock(*, account_ids: Sequence[int]) -> dict[int, int]:
     One statement for every account of a signal; an account without a ledger yet gets
     it opened from its allocation first. Needs an open transaction, like `ledger_lock`.
     """
-    from orders.rows import for_update, placeholders, table
-
     ordered = sorted(set(account_ids))
     if not ordered:
         return {}
+    accounts, params = any_of("account_id", ordered)
     sql = (
         f"SELECT account_id, allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl "
-        f"FROM {table(CapitalLedger)} WHERE account_id IN ({placeholders(len(ordered))}) ORDER BY account_id{for_update()}"
+        f"FROM {table(CapitalLedger)} WHERE {accounts} ORDER BY account_id{for_update()}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, ordered)
+        cursor.execute(sql, params)
         available = {account_id: int(value) for account_id, value in cursor.fetchall()}
     for account_id in ordered:
         if account_id not in available:
@@ -280,29 +281,34 @@ def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]
     does not fit is never made, whatever the caller read before; each one made is
     journaled (one multi-row insert). At most one reservation per account.
     """
-    from django.utils import timezone
-
-    from orders.rows import insert_rows, placeholders, table
-
     if not reservations:
         return set()
     accounts = [account_id for account_id, _, _ in reservations]
     if len(set(accounts)) != len(accounts):
         raise ValueError("one reservation per account and statement")
-    amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
-    case_params: list[object] = []
-    for account_id, amount, _ in reservations:
-        if amount < 0:
-            raise ValueError("a reservation cannot be negative")
-        case_params += [account_id, amount]
+    if any(amount < 0 for _, amount, _ in reservations):
+        raise ValueError("a reservation cannot be negative")
     now = timezone.now()
-    sql = (
-        f"UPDATE {table(CapitalLedger)} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "
-        f"WHERE account_id IN ({placeholders(len(accounts))}) "
-        f"AND allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl >= {amount_case} "
-        f"RETURNING account_id"
-    )
-    params = [*case_params, connection.ops.adapt_datetimefield_value(now), *accounts, *case_params]
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    ledger = table(CapitalLedger)
+    fits = f"{ledger}.allocated_capital - {ledger}.reserved_for_orders - {ledger}.reserved_for_positions + {ledger}.realized_pnl"
+    if connection.vendor == "postgresql":
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = {ledger}.reserved_for_orders + v.amount, updated_at = %s "
+            f"FROM unnest(%s::bigint[], %s::numeric(38,0)[]) AS v(account_id, amount) "
+            f"WHERE {ledger}.account_id = v.account_id AND {fits} >= v.amount RETURNING {ledger}.account_id"
+        )
+        params: list[object] = [stamp, accounts, [amount for _, amount, _ in reservations]]
+    else:
+        amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
+        case_params: list[object] = []
+        for account_id, amount, _ in reservations:
+            case_params += [account_id, amount]
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "
+            f"WHERE account_id IN ({placeholders(len(accounts))}) AND {fits} >= {amount_case} RETURNING account_id"
+        )
+        params = [*case_params, stamp, *accounts, *case_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         reserved = {row[0] for row in cursor.fetchall()}

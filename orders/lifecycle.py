@@ -24,7 +24,7 @@ from orders.locks import entry_scope, locks_acquire_many, locks_release_many
 from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, OrderStatus, Position
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
-from orders.rows import for_update, insert_rows, placeholders, table
+from orders.rows import any_of, for_update, insert_rows, table
 
 T = TypeVar("T")
 ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
@@ -412,13 +412,13 @@ def lifecycle_persist_many(
             on_begin()
         by_cid = {ack.broker_order.client_order_id: ack for ack in orders}
         ledger_service.ledgers_lock(account_ids=[ack.account_id for ack in orders])
-        cids = list(by_cid)
+        cids, params = any_of("client_order_id", list(by_cid))
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
                 f"order_type, quantity, price, reserved, state FROM {table(OrderIntent)} "
-                f"WHERE client_order_id IN ({placeholders(len(cids))}) ORDER BY id{for_update()}",
-                cids,
+                f"WHERE {cids} ORDER BY id{for_update()}",
+                params,
             )
             intents = cursor.fetchall()
         simple = []
@@ -478,14 +478,13 @@ def _order_status(broker_order: BrokerOrder) -> str:
 
 def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowledged]) -> list[str]:
     """The set-based part of lifecycle_persist_many: positions found or seeded, orders, intents handed over."""
-    accounts = sorted({row[2] for row in simple})
-    instruments = sorted({row[4] for row in simple})
+    accounts, account_params = any_of("account_id", sorted({row[2] for row in simple}))
+    instruments, instrument_params = any_of("instrument_id", sorted({row[4] for row in simple}))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id, account_id, instrument_id, strategy_id FROM {table(Position)} WHERE state = %s "
-            f"AND account_id IN ({placeholders(len(accounts))}) AND instrument_id IN ({placeholders(len(instruments))}) "
-            f"ORDER BY id{for_update()}",
-            [Position.State.OPEN, *accounts, *instruments],
+            f"AND {accounts} AND {instruments} ORDER BY id{for_update()}",
+            [Position.State.OPEN, *account_params, *instrument_params],
         )
         positions = {
             (account_id, instrument_id, strategy_id): pk
@@ -513,11 +512,11 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
             for row in simple
         ],
     )
-    ids = [row[0] for row in simple]
+    ids, id_params = any_of("id", [row[0] for row in simple])
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s WHERE id IN ({placeholders(len(ids))})",
-            [OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(now), *ids],
+            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s WHERE {ids}",
+            [OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(now), *id_params],
         )
     return [row[1] for row in simple]
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from orders.metrics import LOCK_ACQUIRE_SECONDS, LOCK_CONTENTION
 from orders.models import EntryLock
+from orders.rows import any_of, insert_rows
 
 DEFAULT_TTL_S = 30.0
 RECONCILE_SCOPE = "reconcile"
@@ -96,26 +97,25 @@ def locks_acquire_many(
     if not leases:
         return set()
     started = time.monotonic()
-    ops = connection.ops
-    table = ops.quote_name(EntryLock._meta.db_table)
+    table = connection.ops.quote_name(EntryLock._meta.db_table)
     current = now()
-    at = ops.adapt_datetimefield_value(current)
-    until = ops.adapt_datetimefield_value(current + timedelta(seconds=ttl_s))
+    until = current + timedelta(seconds=ttl_s)
     ordered = sorted(leases)
-    params: list[object] = []
-    for account_id, scope, owner in ordered:
-        params += [account_id, scope, owner, until, at]
-    sql = (
-        f"INSERT INTO {table} (account_id, scope, owner, expires_at, acquired_at) VALUES "
-        + ", ".join(["(%s, %s, %s, %s, %s)"] * len(ordered))
-        + f" ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, "
-        f"acquired_at = excluded.acquired_at "
-        f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner OR {table}.owner = '' "
-        f"RETURNING owner"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        taken = {row[0] for row in cursor.fetchall()}
+    taken = {
+        row[0]
+        for row in insert_rows(
+            EntryLock,
+            ("account_id", "scope", "owner", "expires_at", "acquired_at"),
+            [(account_id, scope, owner, until, current) for account_id, scope, owner in ordered],
+            suffix=(
+                f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, "
+                f"expires_at = excluded.expires_at, acquired_at = excluded.acquired_at "
+                f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner "
+                f"OR {table}.owner = ''"
+            ),
+            returning=("owner",),
+        )
+    }
     LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
     for _, scope, owner in ordered:
         if owner not in taken:
@@ -128,14 +128,11 @@ def locks_release_many(*, leases: Sequence[tuple[int, str, str]]) -> int:
     if not leases:
         return 0
     ops = connection.ops
-    accounts = sorted({account_id for account_id, _, _ in leases})
-    owners = [owner for _, _, owner in leases]
+    accounts, account_params = any_of("account_id", sorted({account_id for account_id, _, _ in leases}))
+    owners, owner_params = any_of("owner", [owner for _, _, owner in leases])
     # Owner tokens are unique per lease, so the owner alone names the row; the account
     # narrows the search to the unique (account, scope) index.
-    sql = (
-        f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s "
-        f"WHERE account_id IN ({', '.join(['%s'] * len(accounts))}) AND owner IN ({', '.join(['%s'] * len(owners))})"
-    )
+    sql = f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s WHERE {accounts} AND {owners}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [ops.adapt_datetimefield_value(timezone.now()), *accounts, *owners])
+        cursor.execute(sql, [ops.adapt_datetimefield_value(timezone.now()), *account_params, *owner_params])
         return cursor.rowcount

@@ -28,6 +28,7 @@ from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, Outcome
 from orders.plans import signal_key
+from orders.rows import insert_rows
 from processor.signals import Signal
 from tradingsite.consumers import user_group
 
@@ -142,7 +143,6 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
     key = signal_key(signal)
     kind = str(signal.kind)
     now = timezone.now()
-    stored = connection.ops.adapt_datetimefield_value(now)
     head = (signal.strategy_id, signal.strategy_name[:60], signal.feed[:50], signal.symbol[:120], kind, signal.output_id,
             signal.occurrence_ns)
     details = {"signal_key": key, "output_id": signal.output_id}
@@ -152,7 +152,7 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
         outcome = str(decision.outcome)
         if decision.outcome != Outcome.DUPLICATE:
             rows.append((key, decision.account_id, *head, outcome, decision.reason[:500], decision.client_order_id,
-                         stored, stored))
+                         now, now))
         audits.append({
             "event": f"signal.{outcome}",
             "account_id": decision.account_id,
@@ -182,16 +182,13 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
 
 def _outcomes_upsert(rows: list[tuple[Any, ...]]) -> dict[int, tuple[int, datetime]]:
     """One multi-row upsert on (signal, account); return (id, created_at) per account."""
-    table = connection.ops.quote_name(SignalOutcome._meta.db_table)
-    one = f"({', '.join(['%s'] * len(_OUTCOME_COLUMNS))})"
-    sql = (
-        f"INSERT INTO {table} ({', '.join(_OUTCOME_COLUMNS)}) VALUES {', '.join([one] * len(rows))} "
-        f"ON CONFLICT (signal_key, account_id) WHERE account_id IS NOT NULL DO UPDATE SET {_OUTCOME_UPDATES} "
-        f"RETURNING account_id, id, created_at"
+    returned = insert_rows(
+        SignalOutcome,
+        _OUTCOME_COLUMNS,
+        rows,
+        suffix=f"ON CONFLICT (signal_key, account_id) WHERE account_id IS NOT NULL DO UPDATE SET {_OUTCOME_UPDATES}",
+        returning=("account_id", "id", "created_at"),
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value for row in rows for value in row])
-        returned = cursor.fetchall()
     return {account_id: (row_id, _aware(created_at)) for account_id, row_id, created_at in returned}
 
 

@@ -9,12 +9,16 @@ reached from a request.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from decimal import Decimal
 from typing import Sequence, TypeAlias
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from orders.models import (
     Account,
@@ -30,7 +34,7 @@ from orders.models import (
 )
 from orders.models.accounts import Reversal
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent
-from orders.rows import placeholders, table
+from orders.rows import any_of, table
 
 AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
 
@@ -89,6 +93,80 @@ def signal_outcomes_for_user(user: AnyUser) -> QuerySet[SignalOutcome]:
 
 
 @dataclass(frozen=True, slots=True)
+class SettingRow:
+    """One enabled trade setting of a strategy with its account, on the signal's instrument."""
+
+    account_id: int
+    owner_id: int
+    broker: str
+    mode: str
+    quantity: Decimal
+    order_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstrumentRow:
+    id: int
+    tick_size: Decimal
+    lot_size: Decimal
+    contract_multiplier: Decimal
+    venue: str
+    metadata_refreshed_at: datetime | None
+    metadata_problem: str
+
+
+def trade_settings_on_instrument(
+    *, strategy_id: int, feed: str, venue_symbol: str
+) -> tuple[InstrumentRow | None, list[SettingRow]]:
+    """The instrument a signal names and the enabled trade settings of its strategy (in account order): one statement.
+
+    No instrument (or no setting) gives (None, []). Decimals are read as text, which
+    both databases render exactly as they store them.
+    """
+    from feeds.models import Feed, Instrument
+
+    sql = (
+        f"SELECT i.id, CAST(i.tick_size AS TEXT), CAST(i.lot_size AS TEXT), CAST(i.contract_multiplier AS TEXT), "
+        f"f.venue, i.metadata_refreshed_at, i.metadata_problem, "
+        f"s.account_id, a.owner_id, a.broker, s.mode, CAST(s.quantity AS TEXT), s.order_type "
+        f"FROM {table(TradeSetting)} s JOIN {table(Account)} a ON a.id = s.account_id "
+        f"JOIN {table(Instrument)} i ON i.venue_symbol = %s JOIN {table(Feed)} f ON f.id = i.feed_id AND f.name = %s "
+        f"WHERE s.strategy_id = %s AND s.enabled = %s ORDER BY s.account_id, i.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [venue_symbol, feed, strategy_id, True])
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    first = rows[0]
+    instrument = InstrumentRow(
+        id=first[0],
+        tick_size=Decimal(first[1]),
+        lot_size=Decimal(first[2]),
+        contract_multiplier=Decimal(first[3]),
+        venue=first[4],
+        metadata_refreshed_at=_aware(first[5]),
+        metadata_problem=first[6] or "",
+    )
+    settings = [
+        SettingRow(account_id=row[7], owner_id=row[8], broker=row[9], mode=row[10], quantity=Decimal(row[11]), order_type=row[12])
+        for row in rows
+        if row[0] == instrument.id
+    ]
+    return instrument, settings
+
+
+def _aware(value: datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):  # SQLite stores UTC without its offset
+        value = value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
 class OpenPosition:
     id: int
     strategy_id: int | None
@@ -112,23 +190,21 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
     """
     if not entries:
         return {}
-    cids = [cid for cid, _, _ in entries]
-    accounts = sorted({account_id for _, account_id, _ in entries})
-    instruments = sorted({instrument_id for _, _, instrument_id in entries})
+    cids, cid_params = any_of("client_order_id", [cid for cid, _, _ in entries])
+    accounts, account_params = any_of("account_id", sorted({account_id for _, account_id, _ in entries}))
+    instruments, instrument_params = any_of("instrument_id", sorted({instrument_id for _, _, instrument_id in entries}))
     intents, positions = table(OrderIntent), table(Position)
-    scope = f"account_id IN ({placeholders(len(accounts))}) AND instrument_id IN ({placeholders(len(instruments))})"
     sql = (
-        f"SELECT 'd', account_id, instrument_id, id, NULL, NULL, client_order_id FROM {intents} "
-        f"WHERE client_order_id IN ({placeholders(len(cids))}) "
+        f"SELECT 'd', account_id, instrument_id, id, NULL, NULL, client_order_id FROM {intents} WHERE {cids} "
         f"UNION ALL SELECT 'p', account_id, instrument_id, id, strategy_id, side, NULL FROM {positions} "
-        f"WHERE state = %s AND {scope} "
+        f"WHERE state = %s AND {accounts} AND {instruments} "
         f"UNION ALL SELECT 'i', account_id, instrument_id, id, NULL, NULL, client_order_id FROM {intents} "
-        f"WHERE intent = %s AND state = %s AND {scope}"
+        f"WHERE intent = %s AND state = %s AND {accounts} AND {instruments}"
     )
     params = [
-        *cids,
-        Position.State.OPEN, *accounts, *instruments,
-        Intent.ENTRY, OrderIntent.State.PENDING, *accounts, *instruments,
+        *cid_params,
+        Position.State.OPEN, *account_params, *instrument_params,
+        Intent.ENTRY, OrderIntent.State.PENDING, *account_params, *instrument_params,
     ]
     duplicates: set[str] = set()
     open_positions: dict[tuple[int, int], tuple[int, OpenPosition]] = {}
