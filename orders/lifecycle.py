@@ -17,7 +17,7 @@ from django.utils import timezone
 from feeds.market import fixed_from_decimal, fixed_to_str
 from feeds.models import Instrument
 from orders import ledger as ledger_service
-from orders.audit import audit_record, audit_record_many
+from orders.audit import audit_batch, audit_record, audit_record_many
 from orders.brokers.base import BrokerFill, BrokerOrder
 from orders.events import push_trade_event_on_commit, push_trade_events_on_commit
 from orders.locks import entry_scope, locks_acquire_many, locks_release_many
@@ -398,39 +398,26 @@ def lifecycle_persist_many(
 
     Per order the result is lifecycle_persist's: order row, position seed, intent
     handed over, audit event, trade event after commit. The common case (a pending
-    intent, an order the broker took) is written set-based: ledger locks, intent locks,
-    open positions, new positions, orders, intent states and audit events, one
-    statement each; any other case (an intent abandoned meanwhile, an order that ended
+    intent, an order the broker took) is written set-based, one statement each: ledger
+    locks, the intents handed over (which locks them), positions seeded (or the open
+    one locked), orders, and every audit event of the transaction; any other case (an intent abandoned meanwhile, an order that ended
     on arrival) goes through lifecycle_persist's own steps in the same transaction.
     `on_begin` runs first, `before_commit` last with the client order ids persisted
     now; an order persisted before (adopted by reconciliation meanwhile) is not in it.
     Returns those client order ids.
     """
     persisted: list[str] = []
-    with transaction.atomic(durable=True):
+    with transaction.atomic(durable=True), audit_batch():
         if on_begin is not None:
             on_begin()
         by_cid = {ack.broker_order.client_order_id: ack for ack in orders}
         ledger_service.ledgers_lock(account_ids=[ack.account_id for ack in orders])
-        cids, params = any_of("client_order_id", list(by_cid))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
-                f"order_type, quantity, price, reserved, state FROM {table(OrderIntent)} "
-                f"WHERE {cids} ORDER BY id{for_update()}",
-                params,
-            )
-            intents = cursor.fetchall()
-        simple = []
-        for row in intents:
-            ack = by_cid[row[1]]
-            if (
-                row[12] == OrderIntent.State.PENDING
-                and row[2] == ack.account_id
-                and row[5] == Intent.ENTRY
-                and ack.broker_order.status not in ENDED_WITHOUT_FILLING
-            ):
-                simple.append(row)
+        simple = _entries_hand_over(
+            [cid for cid, ack in by_cid.items() if ack.broker_order.status not in ENDED_WITHOUT_FILLING]
+        )
+        for row in simple:
+            if row[2] != by_cid[row[1]].account_id:
+                raise OrderIntent.DoesNotExist(f"intent {row[1]} is not account {by_cid[row[1]].account_id}'s")
         simple_cids = {row[1] for row in simple}
         for ack in orders:
             if ack.broker_order.client_order_id not in simple_cids:
@@ -472,34 +459,59 @@ def lifecycle_persist_many(
     return persisted
 
 
+def _entries_hand_over(cids: list[str]) -> list[tuple[Any, ...]]:
+    """Hand the pending entry intents of `cids` over (PLACED) in one statement that locks them; return their rows.
+
+    An intent not pending any more (placed or abandoned meanwhile) is not returned:
+    lifecycle_persist's own steps handle it.
+    """
+    if not cids:
+        return []
+    where, params = any_of("client_order_id", cids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s "
+            f"WHERE {where} AND state = %s AND intent = %s "
+            f"RETURNING id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
+            f"order_type, quantity, price, reserved",
+            [
+                OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(timezone.now()), *params,
+                OrderIntent.State.PENDING, Intent.ENTRY,
+            ],
+        )
+        return sorted(cursor.fetchall())
+
+
 def _order_status(broker_order: BrokerOrder) -> str:
     return OrderStatus.NEW if broker_order.status == OrderStatus.NEW else OrderStatus.SUBMITTED
 
 
 def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowledged]) -> list[str]:
-    """The set-based part of lifecycle_persist_many: positions found or seeded, orders, intents handed over."""
-    accounts, account_params = any_of("account_id", sorted({row[2] for row in simple}))
-    instruments, instrument_params = any_of("instrument_id", sorted({row[4] for row in simple}))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, account_id, instrument_id, strategy_id FROM {table(Position)} WHERE state = %s "
-            f"AND {accounts} AND {instruments} ORDER BY id{for_update()}",
-            [Position.State.OPEN, *account_params, *instrument_params],
-        )
-        positions = {
-            (account_id, instrument_id, strategy_id): pk
-            for pk, account_id, instrument_id, strategy_id in cursor.fetchall()
-        }
+    """The set-based part of lifecycle_persist_many: positions seeded or found, then the orders."""
     now = timezone.now()
     seeds = {}
     for row in simple:
-        where = (row[2], row[4], row[3])
-        if where not in positions and where not in seeds:
-            seeds[where] = (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now)
-    for pk, account_id, instrument_id, strategy_id in insert_rows(
-        Position, _POSITION_COLUMNS, seeds.values(), returning=("id", "account_id", "instrument_id", "strategy_id")
-    ):
-        positions[(account_id, instrument_id, strategy_id)] = pk
+        seeds.setdefault((row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now))
+    # A new position per (account, instrument, strategy), unless one is open already
+    # (the partial unique index of open positions), which is then locked and used.
+    positions = {
+        (account_id, instrument_id, strategy_id): pk
+        for pk, account_id, instrument_id, strategy_id in insert_rows(
+            Position,
+            _POSITION_COLUMNS,
+            seeds.values(),
+            suffix="ON CONFLICT (account_id, instrument_id, strategy_id) WHERE state = 'OPEN' DO NOTHING",
+            returning=("id", "account_id", "instrument_id", "strategy_id"),
+        )
+    }
+    for account_id, instrument_id, strategy_id in seeds:
+        if (account_id, instrument_id, strategy_id) not in positions:
+            positions[(account_id, instrument_id, strategy_id)] = (
+                Position.objects.select_for_update()
+                .filter(account_id=account_id, instrument_id=instrument_id, strategy_id=strategy_id, state=Position.State.OPEN)
+                .values_list("pk", flat=True)
+                .get()
+            )
     insert_rows(
         Order,
         _ORDER_COLUMNS,
@@ -512,12 +524,6 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
             for row in simple
         ],
     )
-    ids, id_params = any_of("id", [row[0] for row in simple])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s WHERE {ids}",
-            [OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(now), *id_params],
-        )
     return [row[1] for row in simple]
 
 def _persist_locked(

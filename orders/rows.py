@@ -67,9 +67,15 @@ def _column_plan(model: type[Model], columns: tuple[str, ...], vendor: str) -> _
             preps.append(_isoformat if postgres else _datetime)
         else:
             preps.append(None)
-        selected.append(f"CAST(e->>{index} AS {field.db_type(connection)})")
+        selected.append(f"CAST(e->>{index} AS {_cast_type(field.db_type(connection))})")
     from_json = f"SELECT {', '.join(selected)} FROM json_array_elements(CAST(%s AS json)) AS e"
     return _Plan(", ".join(names), tuple(preps), from_json)
+
+
+def _cast_type(db_type: str) -> str:
+    # An explicit cast to varchar(n) truncates; text keeps the value, so that the
+    # column's own length check refuses one that is too long, as an insert of it would.
+    return "text" if db_type.startswith("varchar") else db_type
 
 
 def _isoformat(value: Any) -> Any:
