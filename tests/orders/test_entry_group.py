@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import close_old_connections
+from django.db import connection
 
 from dashboard.selectors import entries_halted
 from dashboard.services import kill_switch_set
@@ -226,7 +226,7 @@ async def test_a_capital_change_landing_during_the_group_waits_for_it_and_sees_i
             landed["result"] = exc
         finally:
             landed["at"] = time.monotonic()
-            close_old_connections()
+            connection.close()  # this thread's own connection
 
     def gate(account_id: int) -> str | None:
         # Runs inside the group's transaction, after the ledger locks: the write starts now.
@@ -264,7 +264,7 @@ async def test_a_kill_switch_engaged_after_the_group_began_halts_it(registry: Br
 
     def engage() -> None:
         kill_switch_set(actor=staff, account_id=None, engaged=True, reason="market halt")
-        close_old_connections()
+        connection.close()  # this thread's own connection
 
     def gate(account_id: int) -> str | None:
         if not engaged:
