@@ -2,16 +2,20 @@
 
 Latency: one account, signals handled one after another; each is timed from the
 signal's emission to the broker-acknowledged order persisted with its lifecycle
-(entry lock, reservation with its intent, paper exchange order, lifecycle
-transaction, lock release). Throughput: 20 accounts, every signal published at once
-to the SignalHub and drained by the TradeExecutor (concurrent across accounts,
-serialized per strategy and symbol), timed until the last entry is acknowledged.
+(entry lease, reservation with its intent, paper exchange order, lifecycle
+transaction, lease release). Throughput, fan-out: 20 accounts trading the same
+strategies, so each signal is an entry on all 20 (how signals reach accounts: one
+strategy, every account that trades it); every signal published at once to the
+SignalHub and drained by the TradeExecutor, timed until the last entry is
+acknowledged. Throughput, one account per signal: the same 20 accounts, each with its
+own strategies (every signal an entry on one account).
 
 Each strategy trades its own instrument (one active entry per account and instrument
-across strategies). The round trips of an entry (statements and commits, on every
-connection) are counted, and a bare psycopg loop doing the same round trips is printed
-beside: the floor of this database and machine. BENCH_DB_THREADS=N runs the
-throughput part on an N-thread database pool instead of the loop's default.
+across strategies). The round trips (statements and commits, on every connection) and
+this process's CPU are counted per entry, and a bare psycopg loop doing the same round
+trips is printed beside each: the floor of this database and machine.
+BENCH_DB_THREADS=N runs the throughput parts on an N-thread database pool instead of
+the loop's default.
 
 Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
@@ -74,6 +78,34 @@ def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list
         )
         result.append([(s.pk, symbol) for s, symbol in zip(strategies, symbols)])
     return result
+
+
+def _make_shared(run: str, accounts: int, strategies: int) -> list[tuple[int, str]]:
+    """`strategies` strategies, each traded by every one of `accounts` new paper accounts; return (strategy id, symbol)."""
+    from django.contrib.auth import get_user_model
+
+    from feeds.models import Feed, Instrument, MarketType
+    from orders.ledger import ledger_open
+    from orders.models import Account, TradeSetting
+    from processor.models import Strategy
+
+    feed, _ = Feed.objects.get_or_create(name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
+    symbols = [f"BENCH{i}" for i in range(strategies)]
+    for symbol in symbols:
+        Instrument.objects.get_or_create(
+            feed=feed, venue_symbol=symbol, defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
+        )
+    shared = Strategy.objects.bulk_create(
+        [Strategy(name=f"b{run}-shared-{i}", kind="ema", params={"timeframe_s": 60, "fast": 3, "slow": 5}) for i in range(strategies)]
+    )
+    for n in range(accounts):
+        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
+        account = Account.objects.create(owner=user, name="bench", allocated_capital=Decimal("100000000"))
+        ledger_open(account=account)
+        TradeSetting.objects.bulk_create(
+            [TradeSetting(strategy=s, account=account, quantity=Decimal("0.01"), mode="paper") for s in shared]
+        )
+    return [(s.pk, symbol) for s, symbol in zip(shared, symbols)]
 
 
 def _signal(strategy_id: int, symbol: str, n: int):  # type: ignore[no-untyped-def]
@@ -150,19 +182,13 @@ async def _latency(strategies: list[tuple[int, str]]) -> list[float]:
     return samples
 
 
-async def _throughput(strategies: list[list[tuple[int, str]]]) -> tuple[int, float]:
+async def _throughput(signals: list, placed: int) -> float:  # type: ignore[type-arg]
+    """Publish `signals` at once to a SignalHub drained by a TradeExecutor; seconds until `placed` entries are acknowledged."""
     from processor.signals import SignalHub
 
     executor = _executor()
     hub = SignalHub()
     queue = hub.subscribe("trade-executor", capacity=100_000)
-    signals = [
-        _signal(sid, symbol, 1_000_000 + i * 1000 + j)
-        for j, pairs in enumerate(strategies)
-        for i, (sid, symbol) in enumerate(pairs)
-    ]
-    # Interleave accounts, as signals of many strategies arrive mixed.
-    signals.sort(key=lambda s: s.occurrence_ns % 1000 * 10_000 + s.occurrence_ns // 1000)
     if DB_THREADS:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -170,20 +196,57 @@ async def _throughput(strategies: list[list[tuple[int, str]]]) -> tuple[int, flo
     runner = asyncio.create_task(executor.run(queue))
     started = time.perf_counter()
     hub.publish(signals)
-    while executor.outcomes.get("placed", 0) < len(signals):
-        if sum(executor.outcomes.values()) >= len(signals):
+    while executor.outcomes.get("placed", 0) < placed:
+        if sum(executor.outcomes.values()) >= placed:
             raise SystemExit(f"throughput run: outcomes {executor.outcomes}")
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0.002)
     elapsed = time.perf_counter() - started
     runner.cancel()
-    return len(signals), elapsed
+    return elapsed
 
 
-def _bare_entry(conn, statements: int, commits: int) -> None:  # type: ignore[no-untyped-def]
-    """One entry's worth of round trips: `statements` statements in `commits` committed transactions."""
-    per_commit = max(statements // max(commits, 1), 1)
+def _fanout_signals(pairs: list[tuple[int, str]]) -> list:  # type: ignore[type-arg]
+    return [_signal(sid, symbol, 2_000_000 + i) for i, (sid, symbol) in enumerate(pairs)]
+
+
+def _own_signals(strategies: list[list[tuple[int, str]]]) -> list:  # type: ignore[type-arg]
+    signals = [
+        _signal(sid, symbol, 1_000_000 + i * 1000 + j)
+        for j, pairs in enumerate(strategies)
+        for i, (sid, symbol) in enumerate(pairs)
+    ]
+    # Interleave accounts, as signals of many strategies arrive mixed.
+    signals.sort(key=lambda s: s.occurrence_ns % 1000 * 10_000 + s.occurrence_ns // 1000)
+    return signals
+
+
+class Measured:
+    """Round trips and CPU of this process over one part of the run, per entry."""
+
+    def __init__(self, trips: RoundTrips) -> None:
+        self.trips = trips
+
+    def __enter__(self) -> "Measured":
+        self.statements, self.commits = self.trips.statements, self.trips.commits
+        self.cpu = time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.statements = self.trips.statements - self.statements
+        self.commits = self.trips.commits - self.commits
+        self.cpu = time.process_time() - self.cpu
+
+    def per_entry(self, entries: int) -> str:
+        return (f"{self.statements / entries:.1f} statements and {self.commits / entries:.2f} commits per entry; "
+                f"{self.cpu * 1000 / entries:.2f} ms of this process's CPU per entry")
+
+
+def _bare_unit(conn, statements: int, commits: int) -> None:  # type: ignore[no-untyped-def]
+    """One unit's worth of round trips: `statements` statements in `commits` committed transactions."""
+    commits = max(commits, 1)
+    per_commit = max(statements // commits, 1)
     done = 0
-    for _ in range(max(commits, 1)):
+    for _ in range(commits):
         conn.execute("INSERT INTO bench_round_trips (v) VALUES (1)")
         for _ in range(per_commit - 1):
             conn.execute("SELECT 1")
@@ -191,7 +254,8 @@ def _bare_entry(conn, statements: int, commits: int) -> None:  # type: ignore[no
         conn.commit()
     for _ in range(statements - done):
         conn.execute("SELECT 1")
-    conn.commit()
+    if statements > done:
+        conn.commit()
 
 
 def _commit_floor(url: str, count: int) -> list[float]:
@@ -208,8 +272,8 @@ def _commit_floor(url: str, count: int) -> list[float]:
     return samples
 
 
-def _bare_psycopg(url: str, statements: int, commits: int, entries: int, connections: int) -> tuple[list[float], float]:
-    """The floor: a bare psycopg loop doing an entry's round trips; per-entry latencies (ms), entries/s on `connections`."""
+def _bare_psycopg(url: str, statements: int, commits: int, units: int, connections: int) -> tuple[list[float], float]:
+    """The floor: a bare psycopg loop doing a unit's round trips; per-unit latencies (ms), units/s on `connections`."""
     import threading
 
     import psycopg
@@ -218,24 +282,25 @@ def _bare_psycopg(url: str, statements: int, commits: int, entries: int, connect
         setup.execute("CREATE TABLE IF NOT EXISTS bench_round_trips (id bigserial PRIMARY KEY, v int)")
     samples = []
     with psycopg.connect(url) as conn:
-        for _ in range(entries):
+        for _ in range(units):
             started = time.perf_counter()
-            _bare_entry(conn, statements, commits)
+            _bare_unit(conn, statements, commits)
             samples.append((time.perf_counter() - started) * 1000)
+    per_connection = max(units // connections, 1)
 
     def worker(count: int) -> None:
         with psycopg.connect(url) as conn:
             for _ in range(count):
-                _bare_entry(conn, statements, commits)
+                _bare_unit(conn, statements, commits)
 
-    threads = [threading.Thread(target=worker, args=(entries // connections,)) for _ in range(connections)]
+    threads = [threading.Thread(target=worker, args=(per_connection,)) for _ in range(connections)]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    return samples, (entries // connections) * connections / elapsed
+    return samples, per_connection * connections / elapsed
 
 
 def main() -> None:
@@ -245,7 +310,8 @@ def main() -> None:
     parser.add_argument("--entries-per-account", type=int, default=25)
     args = parser.parse_args()
 
-    ensure_database(os.environ["DATABASE_URL"])
+    url = os.environ["DATABASE_URL"]
+    ensure_database(url)
     import django
 
     django.setup()
@@ -254,34 +320,48 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     run = uuid.uuid4().hex[:8]
     [latency_ids] = _make_accounts(run + "l", 1, args.latency_signals)
-    throughput_ids = _make_accounts(run + "t", args.accounts, args.entries_per_account)
+    shared_ids = _make_shared(run + "f", args.accounts, args.entries_per_account)
+    own_ids = _make_accounts(run + "t", args.accounts, args.entries_per_account)
+    entries = args.accounts * args.entries_per_account
 
     trips = RoundTrips()
     trips.install()
-    cpu_started = time.process_time()
-    samples = asyncio.run(_latency(latency_ids))
-    cpu_ms = (time.process_time() - cpu_started) * 1000 / len(samples)
-    statements = round(trips.statements / len(samples))
-    commits = round(trips.commits / len(samples))
+    with Measured(trips) as one:
+        samples = asyncio.run(_latency(latency_ids))
     quantiles = statistics.quantiles(samples, n=100)
     print(
         f"signal -> order acknowledged (paper broker, PostgreSQL), {len(samples)} entries one at a time: "
         f"p50 {quantiles[49]:.1f} ms, p99 {quantiles[98]:.1f} ms, max {max(samples):.1f} ms "
-        f"({statements} statements and {commits} commits per entry; {cpu_ms:.1f} ms of this process's CPU per entry)"
+        f"({one.per_entry(len(samples))})"
     )
-    count, elapsed = asyncio.run(_throughput(throughput_ids))
-    print(f"entries across {args.accounts} accounts through the SignalHub: {count / elapsed:,.0f} entries/s "
-          f"({count} entries in {elapsed:.2f} s)")
-    bare, bare_rate = _bare_psycopg(
-        os.environ["DATABASE_URL"], statements, commits, len(samples), min(args.accounts, len(samples))
-    )
+    statements, commits = round(one.statements / len(samples)), round(one.commits / len(samples))
+    bare, _ = _bare_psycopg(url, statements, commits, len(samples), 1)
     bare_q = statistics.quantiles(bare, n=100)
-    print(
-        f"bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
-        f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time; "
-        f"{bare_rate:,.0f} entries/s on {min(args.accounts, len(samples))} connections"
-    )
-    floor = statistics.quantiles(_commit_floor(os.environ["DATABASE_URL"], len(samples)), n=100)
+    print(f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
+          f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time")
+
+    with Measured(trips) as fan:
+        elapsed = asyncio.run(_throughput(_fanout_signals(shared_ids), entries))
+    print(f"entries across {args.accounts} accounts, each signal on all {args.accounts} (fan-out): "
+          f"{entries / elapsed:,.0f} entries/s ({entries} entries from {len(shared_ids)} signals in {elapsed:.2f} s; "
+          f"{fan.per_entry(entries)})")
+    per_signal_statements = round(fan.statements / len(shared_ids))
+    per_signal_commits = round(fan.commits / len(shared_ids))
+    units = max(len(shared_ids), 40)
+    _, bare_rate = _bare_psycopg(url, per_signal_statements, per_signal_commits, units, min(args.accounts, units))
+    print(f"  bare psycopg loop, the same {per_signal_statements} statements and {per_signal_commits} commits per "
+          f"signal of {args.accounts} entries: {bare_rate * args.accounts:,.0f} entries/s on {min(args.accounts, units)} connections")
+
+    with Measured(trips) as own:
+        elapsed = asyncio.run(_throughput(_own_signals(own_ids), entries))
+    print(f"entries across {args.accounts} accounts, each signal on one account: {entries / elapsed:,.0f} entries/s "
+          f"({entries} entries in {elapsed:.2f} s; {own.per_entry(entries)})")
+    statements, commits = round(own.statements / entries), round(own.commits / entries)
+    _, bare_rate = _bare_psycopg(url, statements, commits, entries, args.accounts)
+    print(f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
+          f"{bare_rate:,.0f} entries/s on {args.accounts} connections")
+
+    floor = statistics.quantiles(_commit_floor(url, len(samples)), n=100)
     print(f"bare psycopg insert + commit (the server's durable-commit floor): p50 {floor[49]:.2f} ms, p99 {floor[98]:.2f} ms")
 
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, Sequence
 
 from orders.models import AuditEvent
 
@@ -27,3 +29,51 @@ def audit_record(
         message=message[:500],
         details=details or {},
     )
+
+
+_COLUMNS = ("event", "account_id", "strategy_id", "client_order_id", "message", "details", "created_at")
+
+
+_BATCH: ContextVar[list[dict[str, Any]] | None] = ContextVar("orders_audit_batch", default=None)
+
+
+@contextmanager
+def audit_batch() -> Iterator[None]:
+    """Gather the `audit_record_many` calls made inside into one insert when the block ends without an error.
+
+    For a transaction that audits in several places: its events still commit with it.
+    """
+    gathered: list[dict[str, Any]] = []
+    token = _BATCH.set(gathered)
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
+    audit_record_many(gathered)
+
+
+def audit_record_many(events: Sequence[dict[str, Any]]) -> None:
+    """Write several audit events (audit_record's keyword arguments each) in one statement, one log line each."""
+    if not events:
+        return
+    gathered = _BATCH.get()
+    if gathered is not None:
+        gathered.extend(events)
+        return
+    from django.utils import timezone
+
+    from orders.rows import insert_rows
+
+    logging_info = log.isEnabledFor(logging.INFO)
+    now = timezone.now()
+    rows = []
+    for event in events:
+        cid = event.get("client_order_id", "")
+        message = event.get("message", "")
+        if logging_info:
+            log.info("orders %s: account=%s order=%s %s", event["event"], event["account_id"], cid, message)
+        rows.append((
+            event["event"], event["account_id"], event.get("strategy_id"), cid, message[:500],
+            event.get("details") or {}, now,
+        ))
+    insert_rows(AuditEvent, _COLUMNS, rows)

@@ -107,3 +107,17 @@ def push_trade_event_on_commit(owner_id: int, event: dict[str, Any]) -> None:
         await layer.group_send(user_group(owner_id), message)
 
     send_after_commit(send, f"trade event push to user {owner_id}")
+
+
+def push_trade_events_on_commit(events: list[tuple[int, dict[str, Any]]]) -> None:
+    """`push_trade_event_on_commit` for several (owner, event) pairs: one after-commit send, in order."""
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return
+    messages = [(owner_id, {"type": TRADE_EVENT, **event}) for owner_id, event in events]
+
+    async def send() -> None:
+        for owner_id, message in messages:
+            await layer.group_send(user_group(owner_id), message)
+
+    send_after_commit(send, f"trade event push to {len(messages)} users")

@@ -20,11 +20,10 @@ import logging
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import AsyncIterator, Awaitable, Callable, Optional
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
-from django.db import connection
 
-from orders import lifecycle
+from orders import lifecycle, selectors
 from orders.audit import audit_record
 from orders.brokers.base import (
     Broker,
@@ -40,14 +39,14 @@ from orders.client_ids import client_order_id
 from orders.db import in_db_thread
 from orders.ledger import InsufficientCapital
 from orders.lifecycle import ExitRefusal, IntentSpec
-from orders.locks import entry_scope, lock_acquire, lock_release, new_owner_token
-from orders.metrics import BROKER_LATENCY, ENTRIES, EXITS, SIGNAL_OUTCOMES, SIGNAL_TO_ACK_SECONDS
-from orders.models import Order, OrderIntent, Position, TradeSetting
+from orders.locks import entry_scope, lock_acquire, lock_release, locks_release_many, new_owner_token
+from orders.metrics import BROKER_LATENCY, ENTRIES, EXITS, SIGNAL_TO_ACK_SECONDS
+from orders.models import OrderIntent
 from orders.models.accounts import Reversal
-from orders.models.lifecycle import TERMINAL_STATUSES, Intent, OrderSide, OrderType, PositionSide
+from orders.models.lifecycle import Intent, OrderSide, OrderType, PositionSide
 from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
-from orders.outcomes import signal_outcome_record
+from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_many
 from orders.plans import TradePlan, plans_for_signal, signal_key
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
@@ -268,7 +267,8 @@ class TradeExecutor:
         The plan lookup is serialized per strategy and symbol, then each account's flow
         is queued behind that account's previous signal of the same strategy and symbol
         (an exit precedes the next entry), so a reversal waiting on one account never
-        holds up another.
+        holds up another. The entry's accounts with nothing queued ahead of them are
+        handled together, set-based (`_entry_group`); the others queue as above.
         """
         async with self._plan_locks.setdefault((signal.strategy_id, signal.symbol), asyncio.Lock()):
             plans = await in_db_thread(plans_for_signal)(signal)
@@ -279,8 +279,33 @@ class TradeExecutor:
                         "no enabled trade setting (or unknown instrument)", entry=signal.is_entry,
                     )
                 ]
-            flows = [self._chain(signal, plan) for plan in plans]
-        return list(await asyncio.gather(*flows))
+            grouped: list[TradePlan] = []
+            if signal.is_entry:
+                accounts: set[int] = set()
+                for plan in plans:
+                    previous = self._tails.get((plan.account_id, signal.strategy_id, signal.symbol))
+                    if (previous is None or previous.done()) and plan.account_id not in accounts:
+                        accounts.add(plan.account_id)
+                        grouped.append(plan)
+            group = self._group_chain(signal, grouped) if grouped else None
+            flows = {id(plan): self._chain(signal, plan) for plan in plans if plan not in grouped}
+        group_outcomes = dict(zip(map(id, grouped), await group)) if group is not None else {}
+        solo_outcomes = dict(zip(flows, await asyncio.gather(*flows.values())))
+        return [group_outcomes[id(plan)] if id(plan) in group_outcomes else solo_outcomes[id(plan)] for plan in plans]
+
+    def _group_chain(self, signal: Signal, plans: list[TradePlan]) -> asyncio.Task[list[str]]:
+        """Run the group's entry as the tail of each of its accounts: their next signals queue behind it."""
+        task = asyncio.ensure_future(self._entry_group_guarded(signal, plans))
+        for plan in plans:
+            key = (plan.account_id, signal.strategy_id, signal.symbol)
+            self._tails[key] = task  # type: ignore[assignment]
+
+            def forget(done: asyncio.Task[list[str]], key: tuple[int, int, str] = key) -> None:
+                if self._tails.get(key) is done:
+                    self._tails.pop(key, None)
+
+            task.add_done_callback(forget)
+        return task
 
     def _chain(self, signal: Signal, plan: TradePlan) -> asyncio.Task[str]:
         key = (plan.account_id, signal.strategy_id, signal.symbol)
@@ -296,12 +321,15 @@ class TradeExecutor:
         task.add_done_callback(lambda done: self._tails.pop(key, None) if self._tails.get(key) is done else None)
         return task
 
-    async def _flow_guarded(self, signal: Signal, plan: TradePlan) -> str:
+    async def _flow_guarded(
+        self, signal: Signal, plan: TradePlan, flow: Callable[[_Attempt], Awaitable[str]] | None = None
+    ) -> str:
         attempt = _Attempt()
         entry = signal.is_entry
         try:
-            flow = self._entry if entry else self._exit
-            return await flow(signal, plan, attempt)
+            if flow is not None:
+                return await flow(attempt)
+            return await (self._entry if entry else self._exit)(signal, plan, attempt)
         except Exception as exc:
             log.exception("orders executor: signal %s failed on account %s", signal_key(signal), plan.account_id)
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
@@ -324,10 +352,19 @@ class TradeExecutor:
             return await decide(Outcome.NO_METADATA, plan.metadata_missing)
         if plan.quantity <= 0:
             return await decide(Outcome.QUANTITY_ZERO, "quantity rounds to zero at the lot size")
+        spec = self._entry_spec(signal, plan, cid)
+        try:
+            broker = self._broker_for(plan)
+        except BrokerNotConfigured as exc:
+            self._report(Status.DEGRADED, str(exc))
+            return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
+        return await self._entry_attempts(signal, plan, spec, broker)
+
+    def _entry_spec(self, signal: Signal, plan: TradePlan, cid: str) -> IntentSpec:
         position_side = POSITION_OF[signal.kind]
         side = OrderSide.BUY if position_side == PositionSide.LONG else OrderSide.SELL
         price = round_to_step(signal.price, plan.tick_size, up=side == OrderSide.SELL)
-        spec = IntentSpec(
+        return IntentSpec(
             client_order_id=cid,
             account_id=plan.account_id,
             strategy_id=plan.strategy_id,
@@ -348,14 +385,21 @@ class TradeExecutor:
             signal_kind=str(signal.kind),
             signal_output_id=signal.output_id,
         )
-        try:
-            broker = self._broker_for(plan)
-        except BrokerNotConfigured as exc:
-            self._report(Status.DEGRADED, str(exc))
-            return await decide(Outcome.BROKER_NOT_CONFIGURED, str(exc))
+
+    async def _entry_attempts(
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, first: EntryBlocked | None = None
+    ) -> str:
+        """Reserve and place, or wait once for the exit a reversal follows; `first` is a refusal already decided."""
+        cid = spec.client_order_id
+
+        async def decide(outcome: Outcome, reason: str = "") -> str:
+            return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=True)
+
         waited = False
+        decided: str | EntryBlocked | None = first
         while True:
-            decided = await self._reserve_and_place(signal, plan, spec, broker)
+            if decided is None:
+                decided = await self._reserve_and_place(signal, plan, spec, broker)
             if isinstance(decided, str):
                 return decided
             # Refused under the lease, which is not held any more: waiting holds nothing.
@@ -372,6 +416,323 @@ class TradeExecutor:
                 return await decide(
                     Outcome.EXIT_NOT_FILLED, f"the exit did not fill within {self.config.reversal_wait_s:g}s"
                 )
+            decided = None
+
+    # ---- entry, set-based across the accounts of one signal -----------------------------
+
+    async def _entry_group_guarded(self, signal: Signal, plans: list[TradePlan]) -> list[str]:
+        """The group's outcomes in plan order; an unexpected error records `failed` on every account still open."""
+        members = [_Member(plan) for plan in plans]
+        try:
+            await self._entry_group(signal, members)
+        except Exception as exc:
+            log.exception("orders executor: signal %s failed on its entry group", signal_key(signal))
+            self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            for member in members:
+                if member.outcome is None and member.solo is None:
+                    member.outcome = await self._record(
+                        signal, member.plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}",
+                        client_order_id=member.cid, entry=True,
+                    )
+        outcomes = []
+        for member in members:
+            if member.solo is not None:
+                member.outcome = await member.solo
+            assert member.outcome is not None
+            outcomes.append(member.outcome)
+        return outcomes
+
+    async def _entry_group(self, signal: Signal, members: list[_Member]) -> None:
+        """ENTRY for several accounts at once, each with exactly the decision and outcome of `_entry`.
+
+        One transaction takes every lease, locks every ledger, checks every kill switch
+        and lifecycle state, reserves on every ledger (one conditional statement) and
+        records the intents and every outcome decided so far; the orders go to the
+        broker together (one call on the paper exchange); one transaction persists
+        every lifecycle with its `placed` outcome and gives the leases back. An account
+        that cannot join (its in-process lease busy, its lease held by another owner,
+        a reversal that waits) continues on its own flow, and so does every account
+        when a group transaction fails: nothing of the group was committed then, or
+        (persisting) each lifecycle is retried in its own transaction.
+        """
+        key = signal_key(signal)
+        refusals: list[Decision] = []
+        ready: list[_Member] = []
+        try:
+            for member in members:
+                plan = member.plan
+                member.cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=key)
+                if plan.metadata_missing:
+                    member.refuse(refusals, Outcome.NO_METADATA, plan.metadata_missing)
+                    continue
+                if plan.quantity <= 0:
+                    member.refuse(refusals, Outcome.QUANTITY_ZERO, "quantity rounds to zero at the lot size")
+                    continue
+                try:
+                    member.broker = self._broker_for(plan)
+                except BrokerNotConfigured as exc:
+                    self._report(Status.DEGRADED, str(exc))
+                    member.refuse(refusals, Outcome.BROKER_NOT_CONFIGURED, str(exc))
+                    continue
+                member.spec = self._entry_spec(signal, plan, member.cid)
+                local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
+                if local.locked():
+                    self._solo(signal, member)
+                    continue
+                await local.acquire()  # free: taken at once, without yielding
+                member.local = local
+                member.owner = new_owner_token()
+                ready.append(member)
+            await self._group_reserve(signal, members, ready, refusals)
+        finally:
+            for member in members:
+                member.give_back_local()
+
+    async def _group_reserve(
+        self, signal: Signal, members: list[_Member], ready: list[_Member], refusals: list[Decision]
+    ) -> None:
+        by_cid = {member.cid: member for member in ready}
+        waits: list[tuple[_Member, EntryBlocked]] = []
+
+        def record(batch: lifecycle.EntryBatch) -> None:
+            decisions = list(refusals)
+            for spec in batch.created:
+                decisions.append(Decision(spec.account_id, Outcome.IN_FLIGHT, IN_FLIGHT_REASON, spec.client_order_id))
+            for spec, reason in batch.refused:
+                assert isinstance(reason, EntryBlocked)
+                if reason.reversing_position_id is not None and reason.reversal == Reversal.AFTER_EXIT_FILL:
+                    waits.append((by_cid[spec.client_order_id], reason))
+                else:
+                    decisions.append(Decision(spec.account_id, reason.outcome, reason.reason, spec.client_order_id))
+            for spec, exc in batch.insufficient:
+                decisions.append(Decision(spec.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), spec.client_order_id))
+            signal_outcomes_record_many(signal=signal, decisions=decisions)
+
+        def reserve() -> lifecycle.EntryBatch:
+            if not ready:
+                record(lifecycle.EntryBatch())
+                return lifecycle.EntryBatch()
+            return lifecycle.entry_intents_create(
+                specs=[member.spec for member in ready if member.spec is not None],
+                lease_owners={member.cid: member.owner for member in ready},
+                lease_ttl_s=self.config.lock_ttl_s,
+                blocked=self._blocked_many,
+                after=record,
+            )
+
+        try:
+            batch = await in_db_thread(reserve)()
+        except Exception:
+            # Nothing of the group was committed: every account runs its own flow.
+            log.warning("orders executor: entry group of %s failed; each account on its own", signal_key(signal), exc_info=True)
+            for member in members:
+                member.give_back_local()
+                member.outcome = None
+                self._solo(signal, member)
+            return
+        for member in members:
+            if member.refused is not None:
+                member.outcome = self._count(member.refused, entry=True)
+        for spec, reason in batch.refused:
+            member = by_cid[spec.client_order_id]
+            member.give_back_local()
+            assert isinstance(reason, EntryBlocked)
+            if any(waiting is member for waiting, _ in waits):
+                self._solo(signal, member, first=reason)
+            else:
+                member.outcome = self._count(reason.outcome, entry=True)
+        for spec, _ in batch.insufficient:
+            member = by_cid[spec.client_order_id]
+            member.give_back_local()
+            member.outcome = self._count(Outcome.INSUFFICIENT_CAPITAL, entry=True)
+        for spec in batch.held:
+            # Another owner holds the lease: this account waits for it on its own.
+            member = by_cid[spec.client_order_id]
+            member.give_back_local()
+            self._solo(signal, member)
+        created = [by_cid[spec.client_order_id] for spec in batch.created]
+        if not created:
+            return
+        for member in created:
+            member.lease_held = True
+        try:
+            await self._group_place_and_persist(signal, created)
+        finally:
+            for member in created:
+                member.give_back_local()
+            leftover = [member for member in created if member.lease_held]
+            if leftover:
+                await in_db_thread(locks_release_many)(leases=[member.lease() for member in leftover])
+                for member in leftover:
+                    member.lease_held = False
+
+    async def _group_place_and_persist(self, signal: Signal, created: list[_Member]) -> None:
+        self._step("after_reserve")
+        answers = await self._group_place(created)
+        self._step("after_place")
+        acked: list[tuple[_Member, BrokerOrder]] = []
+        unplaced = []
+        for member, answer in zip(created, answers):
+            if isinstance(answer, BrokerOrder):
+                acked.append((member, answer))
+            else:
+                unplaced.append(self._group_unplaced(signal, member, answer))
+        if unplaced:
+            await asyncio.gather(*unplaced)
+        if not acked:
+            return
+
+        def before_commit(persisted: list[str]) -> None:
+            # The outcomes commit with the orders they name (and the lease releases).
+            placed = set(persisted)
+            signal_outcomes_record_many(
+                signal=signal,
+                decisions=[
+                    Decision(m.plan.account_id, Outcome.PLACED, f"exchange order {ack.exchange_order_id}", m.cid)
+                    for m, ack in acked
+                    if m.cid in placed
+                ],
+            )
+            self._step("before_commit")
+
+        def persist() -> list[str]:
+            return lifecycle.lifecycle_persist_many(
+                orders=[lifecycle.Acknowledged(ack, m.plan.account_id, m.plan.owner_id) for m, ack in acked],
+                on_begin=lambda: locks_release_many(leases=[m.lease() for m, _ in acked]),
+                before_commit=before_commit,
+            )
+
+        try:
+            persisted = set(await in_db_thread(persist)())
+        except Exception:
+            # Rolled back as a whole: each lifecycle is persisted in its own transaction.
+            log.warning("orders executor: persisting the entry group of %s failed; each account on its own",
+                        signal_key(signal), exc_info=True)
+            await asyncio.gather(*(self._group_persist_one(signal, m, ack) for m, ack in acked))
+            return
+        now_ns = self._clock_ns()
+        for member, ack in acked:
+            member.lease_held = False
+            SIGNAL_TO_ACK_SECONDS.observe(max(now_ns - signal.emitted_ns, 0) / 1e9)
+            if member.cid in persisted:
+                member.outcome = self._count(Outcome.PLACED, entry=True)
+            else:  # persisted before (adopted by reconciliation meanwhile)
+                member.outcome = await self._record(
+                    signal, member.plan.account_id, Outcome.PLACED, f"exchange order {ack.exchange_order_id}",
+                    client_order_id=member.cid, entry=True,
+                )
+        self._report(Status.HEALTHY, f"last order {acked[-1][0].cid} acknowledged")
+
+    async def _group_place(self, created: list[_Member]) -> list[BrokerOrder | BaseException]:
+        """Send every order; a broker type with `place_batch` (the paper exchange) takes its orders in one call."""
+        answers: dict[int, BrokerOrder | BaseException] = {}
+        batches: dict[type, list[int]] = {}
+        singles = []
+        for index, member in enumerate(created):
+            assert member.broker is not None and member.spec is not None
+            member.request = _request(member.spec, member.plan, entry=True)
+            if callable(getattr(type(member.broker), "place_batch", None)):
+                batches.setdefault(type(member.broker), []).append(index)
+            else:
+                singles.append(index)
+        started = time.monotonic()
+
+        async def batch(kind: type, indexes: list[int]) -> None:
+            items = [(created[i].broker, created[i].request) for i in indexes]
+            try:
+                results = await asyncio.wait_for(kind.place_batch(items), self.config.broker_timeout_s)  # type: ignore[attr-defined]
+            except (asyncio.TimeoutError, OSError) as exc:
+                results = [BrokerUnavailable(f"place {created[i].cid}: {exc!r}") for i in indexes]
+            except Exception as exc:
+                results = [exc for _ in indexes]
+            for i, result in zip(indexes, results):
+                if isinstance(result, DuplicateClientOrderId):
+                    result = await self._adopt(created[i])
+                answers[i] = result
+
+        async def single(i: int) -> None:
+            member = created[i]
+            assert member.broker is not None and member.request is not None
+            try:
+                answers[i] = await self._place(member.broker, member.request)
+            except Exception as exc:
+                answers[i] = exc
+
+        await asyncio.gather(*(batch(kind, indexes) for kind, indexes in batches.items()), *(single(i) for i in singles))
+        elapsed = time.monotonic() - started
+        for member in created:
+            _broker_latency(member.broker.name if member.broker else "").observe(elapsed)
+        return [answers[i] for i in range(len(created))]
+
+    async def _adopt(self, member: _Member) -> BrokerOrder | BaseException:
+        """The client id is at the broker already (our earlier attempt, another process): adopt that order."""
+        assert member.broker is not None and member.request is not None
+        try:
+            return await asyncio.wait_for(
+                member.broker.fetch_order(client_order_id=member.cid, symbol=member.request.symbol),
+                self.config.broker_timeout_s,
+            )
+        except (asyncio.TimeoutError, OSError) as exc:
+            return BrokerUnavailable(f"place {member.cid}: {exc!r}")
+        except Exception as exc:
+            return exc
+
+    async def _group_unplaced(self, signal: Signal, member: _Member, error: BaseException) -> None:
+        """An order of the group the broker did not confirm: what `_place_and_persist` does with it."""
+        account_id, cid = member.plan.account_id, member.cid
+        broker_name = member.broker.name if member.broker else ""
+        try:
+            if isinstance(error, BrokerRejected):
+                await in_db_thread(lifecycle.intent_abandon)(client_order_id=cid, reason=str(error))
+                member.outcome = await self._record(signal, account_id, Outcome.BROKER_REJECTED, str(error), client_order_id=cid)
+            elif isinstance(error, BrokerUnavailable):
+                # Unknown outcome: the intent keeps its reservation until its resolution.
+                await in_db_thread(lifecycle.intent_mark_unresolved)(client_order_id=cid)
+                self._report(Status.DEGRADED, f"broker {broker_name} unavailable: {error}")
+                member.outcome = await self._record(
+                    signal, account_id, Outcome.UNKNOWN, f"broker {broker_name}: {error}", client_order_id=cid
+                )
+            else:
+                raise error
+        except Exception as exc:
+            log.exception("orders executor: signal %s failed on account %s", signal_key(signal), account_id)
+            self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            member.outcome = await self._record(
+                signal, account_id, Outcome.FAILED, f"unexpected error: {exc!r}", client_order_id=cid
+            )
+        finally:
+            if member.lease_held:
+                await in_db_thread(locks_release_many)(leases=[member.lease()])
+                member.lease_held = False
+
+    async def _group_persist_one(self, signal: Signal, member: _Member, ack: BrokerOrder) -> None:
+        """One account's lifecycle in its own transaction, after the group's failed."""
+        assert member.spec is not None and member.broker is not None
+        lease = _Lease(member.plan.account_id, entry_scope(member.plan.instrument_id), member.owner, self.config.lock_ttl_s, held=True)
+        try:
+            member.outcome = await self._persist(signal, member.plan, member.spec, ack, entry=True, lease=lease)
+        except Exception as exc:
+            log.exception("orders executor: signal %s failed on account %s", signal_key(signal), member.plan.account_id)
+            self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            member.outcome = await self._record(
+                signal, member.plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}", client_order_id=member.cid
+            )
+        member.lease_held = lease.held
+
+    def _solo(self, signal: Signal, member: _Member, first: EntryBlocked | None = None) -> None:
+        """Continue this account on its own flow (waiting for a lease, a reversal's wait, a group that failed)."""
+        plan = member.plan
+        if first is None:
+            member.solo = asyncio.ensure_future(self._flow_guarded(signal, plan))
+            return
+        spec, broker = member.spec, member.broker
+        assert spec is not None and broker is not None
+
+        async def continued(attempt: _Attempt) -> str:
+            attempt.client_order_id = spec.client_order_id
+            return await self._entry_attempts(signal, plan, spec, broker, first=first)
+
+        member.solo = asyncio.ensure_future(self._flow_guarded(signal, plan, continued))
 
     async def _reserve_and_place(
         self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker
@@ -429,7 +790,7 @@ class TradeExecutor:
         if slot is not None:
             slot.give_back()
         while True:
-            if await in_db_thread(_position_closed)(position_id):
+            if await in_db_thread(selectors.position_closed)(position_id):
                 return True
             next_delay_s = None if self._stopping else await self._backoff(deadline, delay_s, cap_s=0.25)
             if next_delay_s is None:
@@ -449,10 +810,22 @@ class TradeExecutor:
 
         Checked on every attempt, so a switch engaged while a reversal waited still halts it.
         """
-        halted = self._entry_gate(spec.account_id)
-        if halted:
-            return EntryBlocked(Outcome.HALTED, halted)
-        return _entry_blocked(spec)
+        return self._blocked_many([spec])[spec.client_order_id]
+
+    def _blocked_many(self, specs: list[IntentSpec]) -> dict[str, EntryBlocked | None]:
+        """`_blocked` for the entries of several accounts: the kill switch per account, the state in one read."""
+        reasons: dict[str, EntryBlocked | None] = {}
+        checked = []
+        for spec in specs:
+            halted = self._entry_gate(spec.account_id)
+            if halted:
+                reasons[spec.client_order_id] = EntryBlocked(Outcome.HALTED, halted)
+            else:
+                checked.append(spec)
+        states = selectors.entry_states([(s.client_order_id, s.account_id, s.instrument_id) for s in checked])
+        for spec in checked:
+            reasons[spec.client_order_id] = _entry_blocked(spec, states[spec.client_order_id])
+        return reasons
 
     @contextlib.asynccontextmanager
     async def _entry_lease(self, plan: TradePlan) -> AsyncIterator[bool]:
@@ -488,15 +861,7 @@ class TradeExecutor:
         async def decide(outcome: Outcome, reason: str = "") -> str:
             return await self._record(signal, plan.account_id, outcome, reason, client_order_id=cid, entry=entry)
 
-        request = OrderRequest(
-            client_order_id=cid,
-            symbol=plan.venue_symbol,
-            side=spec.side,
-            order_type=spec.order_type,
-            quantity=spec.quantity,
-            price=spec.price if spec.order_type == OrderType.LIMIT else None,
-            reduce_only=not entry,
-        )
+        request = _request(spec, plan, entry=entry)
         started = time.monotonic()
         try:
             acknowledged = await self._place(broker, request)
@@ -510,8 +875,16 @@ class TradeExecutor:
             self._report(Status.DEGRADED, f"broker {broker.name} unavailable: {exc}")
             return await decide(Outcome.UNKNOWN, f"broker {broker.name}: {exc}")
         finally:
-            BROKER_LATENCY.labels(broker.name, "place").observe(time.monotonic() - started)
+            _broker_latency(broker.name).observe(time.monotonic() - started)
         self._step("after_place")
+        return await self._persist(signal, plan, spec, acknowledged, entry=entry, lease=lease)
+
+    async def _persist(
+        self, signal: Signal, plan: TradePlan, spec: IntentSpec, acknowledged: BrokerOrder, *, entry: bool,
+        lease: _Lease | None,
+    ) -> str:
+        """Persist one acknowledged order's lifecycle with its `placed` outcome (and the lease release)."""
+        cid = spec.client_order_id
         reason = f"exchange order {acknowledged.exchange_order_id}"
         recorded: list[bool] = []
 
@@ -533,7 +906,7 @@ class TradeExecutor:
         SIGNAL_TO_ACK_SECONDS.observe(max(self._clock_ns() - signal.emitted_ns, 0) / 1e9)
         self._report(Status.HEALTHY, f"last order {cid} acknowledged")
         if not recorded:  # persisted before (adopted by reconciliation meanwhile)
-            return await decide(Outcome.PLACED, reason)
+            return await self._record(signal, plan.account_id, Outcome.PLACED, reason, client_order_id=cid, entry=entry)
         return self._count(Outcome.PLACED, entry=entry)
 
     async def _place(self, broker: Broker, request: OrderRequest) -> BrokerOrder:
@@ -566,7 +939,10 @@ class TradeExecutor:
         async with self._entry_lease(plan) as leased:
             if not leased:
                 return await decide(Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL")
-            working = await in_db_thread(_working_entries)(plan, position_side)
+            working = await in_db_thread(selectors.working_entries)(
+                account_id=plan.account_id, instrument_id=plan.instrument_id, strategy_id=plan.strategy_id,
+                position_side=position_side,
+            )
             for order in working:
                 try:
                     await asyncio.wait_for(
@@ -630,14 +1006,42 @@ class TradeExecutor:
 
     def _count(self, outcome: Outcome, *, entry: bool) -> str:
         """Final outcomes also count in the entries/exits metric and `outcomes`; a wait does not."""
+        name = str(outcome)
         if outcome != Outcome.WAITING_FOR_EXIT:
-            (ENTRIES if entry else EXITS).labels(str(outcome)).inc()
-            self.outcomes[str(outcome)] = self.outcomes.get(str(outcome), 0) + 1
-        return str(outcome)
+            counter = _COUNTERS.get((entry, name))
+            if counter is None:
+                counter = _COUNTERS[(entry, name)] = (ENTRIES if entry else EXITS).labels(name)
+            counter.inc()
+            self.outcomes[name] = self.outcomes.get(name, 0) + 1
+        return name
 
     def _report(self, status: Status, reason: str) -> None:
         if self._health is not None:
             self._health.set(COMPONENT, status, reason)
+
+
+# Metric children, looked up once: a label lookup per entry is measurable on the entry path.
+_COUNTERS: dict[tuple[bool, str], Any] = {}
+_LATENCIES: dict[str, Any] = {}
+
+
+def _broker_latency(broker: str) -> Any:
+    child = _LATENCIES.get(broker)
+    if child is None:
+        child = _LATENCIES[broker] = BROKER_LATENCY.labels(broker, "place")
+    return child
+
+
+def _request(spec: IntentSpec, plan: TradePlan, *, entry: bool) -> OrderRequest:
+    return OrderRequest(
+        client_order_id=spec.client_order_id,
+        symbol=plan.venue_symbol,
+        side=spec.side,
+        order_type=spec.order_type,
+        quantity=spec.quantity,
+        price=spec.price if spec.order_type == OrderType.LIMIT else None,
+        reduce_only=not entry,
+    )
 
 
 def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, reason: str, client_order_id: str) -> None:
@@ -656,7 +1060,7 @@ def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, rea
             message=f"{signal.strategy_name} {signal.kind} {signal.symbol}: {reason}",
             details={"signal_key": signal_key(signal), "output_id": signal.output_id},
         )
-        SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
+        outcome_counter(str(signal.kind), str(outcome)).inc()
         return
     signal_outcome_record(
         signal=signal, account_id=account_id, outcome=outcome, reason=reason, client_order_id=client_order_id
@@ -678,6 +1082,37 @@ class _Slot:
 
 _SIGNAL_SLOT: ContextVar[_Slot | None] = ContextVar("orders_signal_slot", default=None)
 
+IN_FLIGHT_REASON = "reserved; being sent to the broker"
+
+
+@dataclass(eq=False)
+class _Member:
+    """One account's entry inside a signal's group: where it stands."""
+
+    plan: TradePlan
+    cid: str = ""
+    spec: IntentSpec | None = None
+    broker: Broker | None = None
+    request: OrderRequest | None = None
+    owner: str = ""  # the entry lease's owner token
+    local: asyncio.Lock | None = None  # the in-process lease lock, while held
+    lease_held: bool = False  # the row lease is committed and not given back yet
+    refused: Outcome | None = None  # refused before the reserve transaction (recorded in it)
+    outcome: str | None = None
+    solo: asyncio.Future[str] | None = None  # continued on its own flow
+
+    def refuse(self, refusals: list[Decision], outcome: Outcome, reason: str) -> None:
+        self.refused = outcome
+        refusals.append(Decision(self.plan.account_id, outcome, reason, self.cid))
+
+    def give_back_local(self) -> None:
+        if self.local is not None:
+            self.local.release()
+            self.local = None
+
+    def lease(self) -> tuple[int, str, str]:
+        return (self.plan.account_id, entry_scope(self.plan.instrument_id), self.owner)
+
 
 def _in_flight(signal: Signal) -> Callable[[OrderIntent], None]:
     """Record the signal in flight with its intent, in the intent's transaction.
@@ -692,7 +1127,7 @@ def _in_flight(signal: Signal) -> Callable[[OrderIntent], None]:
             signal=signal,
             account_id=intent.account_id,
             outcome=Outcome.IN_FLIGHT,
-            reason="reserved; being sent to the broker",
+            reason=IN_FLIGHT_REASON,
             client_order_id=intent.client_order_id,
         )
 
@@ -721,91 +1156,33 @@ class _Lease:
         lock_release(account_id=self.account_id, scope=self.scope, owner=self.owner)
 
 
-# ---- reads under the ledger lock (called inside lifecycle.entry_intent_create) -------------
+# ---- the decision under the ledger lock (inside the reserve transaction) --------------------
 
 
-def _entry_blocked(spec: IntentSpec) -> EntryBlocked | None:
-    """Why this entry must not be made, or None: read under the ledger lock, inside the reserve transaction.
+def _entry_blocked(spec: IntentSpec, state: selectors.EntryState) -> EntryBlocked | None:
+    """Why this entry must not be made, or None, from its state read under the ledger lock.
 
     One active entry per account and instrument, whatever the strategy: an open
     position (or one whose entry is still working) or a pending entry intent blocks it.
     """
-    duplicate, position_id, pending = _entry_state(spec)
-    if duplicate:
+    if state.duplicate:
         return EntryBlocked(Outcome.DUPLICATE, "this signal was already handled")
-    position = Position.objects.get(pk=position_id) if position_id is not None else None
+    position = state.position
     if position is not None:
         if position.strategy_id != spec.strategy_id:
             return EntryBlocked(
                 Outcome.POSITION_OPEN, f"another strategy ({position.strategy_id}) holds a {position.side} position here"
             )
-        if position.side != spec.position_side and _exit_working(position):
-            reversal = (
-                TradeSetting.objects.filter(strategy_id=spec.strategy_id, account_id=spec.account_id)  # type: ignore[misc]  # the stubs refuse None for a nullable FK's lookup
-                .values_list("reversal", flat=True)
-                .first()
-            ) or Reversal.AFTER_EXIT_FILL
+        if position.side != spec.position_side and selectors.exit_working(
+            account_id=spec.account_id, instrument_id=spec.instrument_id, position=position
+        ):
             return EntryBlocked(
                 Outcome.POSITION_OPEN,
                 f"the {position.side} position is still open while its exit works",
-                reversing_position_id=position.pk,
-                reversal=reversal,
+                reversing_position_id=position.id,
+                reversal=selectors.reversal_choice(strategy_id=spec.strategy_id, account_id=spec.account_id),
             )
         return EntryBlocked(Outcome.POSITION_OPEN, f"a {position.side} position is already open")
-    if pending is not None:
-        return EntryBlocked(Outcome.POSITION_OPEN, f"entry {pending} is in flight here")
+    if state.pending_entry is not None:
+        return EntryBlocked(Outcome.POSITION_OPEN, f"entry {state.pending_entry} is in flight here")
     return None
-
-
-def _entry_state(spec: IntentSpec) -> tuple[bool, int | None, str | None]:
-    """(this signal already has its intent, the open position here, a pending entry intent here): one round trip.
-
-    Run after the ledger row lock is taken, as its own statement: a statement started
-    before the lock was granted would read a snapshot from before the entry that held it.
-    """
-    intents = connection.ops.quote_name(OrderIntent._meta.db_table)
-    positions = connection.ops.quote_name(Position._meta.db_table)
-    sql = (
-        f"SELECT EXISTS (SELECT 1 FROM {intents} WHERE client_order_id = %s), "
-        f"(SELECT id FROM {positions} WHERE account_id = %s AND instrument_id = %s AND state = %s ORDER BY id LIMIT 1), "
-        f"(SELECT client_order_id FROM {intents} WHERE account_id = %s AND instrument_id = %s AND intent = %s "
-        f"AND state = %s ORDER BY id LIMIT 1)"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [
-            spec.client_order_id,
-            spec.account_id, spec.instrument_id, Position.State.OPEN,
-            spec.account_id, spec.instrument_id, Intent.ENTRY, OrderIntent.State.PENDING,
-        ])
-        duplicate, position_id, pending = cursor.fetchone()
-    return bool(duplicate), position_id, pending
-
-
-def _exit_working(position: Position) -> bool:
-    if position.orders.filter(intent=Intent.EXIT).exclude(status__in=TERMINAL_STATUSES).exists():
-        return True
-    return OrderIntent.objects.filter(  # type: ignore[misc]
-        account_id=position.account_id,
-        instrument_id=position.instrument_id,
-        strategy_id=position.strategy_id,
-        position_side=position.side,
-        intent=Intent.EXIT,
-        state=OrderIntent.State.PENDING,
-    ).exists()
-
-
-def _position_closed(position_id: int) -> bool:
-    return Position.objects.filter(pk=position_id, state=Position.State.CLOSED).exists()
-
-
-def _working_entries(plan: TradePlan, position_side: str) -> list[Order]:
-    return list(
-        Order.objects.filter(
-            account_id=plan.account_id,
-            instrument_id=plan.instrument_id,
-            strategy_id=plan.strategy_id,
-            intent=Intent.ENTRY,
-            position__side=position_side,
-            position__state=Position.State.OPEN,
-        ).exclude(status__in=TERMINAL_STATUSES)
-    )

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Sequence
 
 from django.db import connection, transaction
 from django.db.models import Sum
+from django.utils import timezone
 
 from orders.metrics import CAPITAL_INVARIANT_VIOLATIONS
 from orders.models import Account, CapitalLedger, LedgerEntry
+from orders.rows import any_of, for_update, insert_rows, placeholders, table
 
 log = logging.getLogger(__name__)
 Kind = LedgerEntry.Kind
@@ -245,3 +248,83 @@ def _ledger_check_snapshot(account_id: int) -> InvariantReport:
     if problems:
         CAPITAL_INVARIANT_VIOLATIONS.inc()
     return InvariantReport(account_id, not problems, tuple(problems))
+
+
+def ledgers_lock(*, account_ids: Sequence[int]) -> dict[int, int]:
+    """Lock the ledger rows of `account_ids` (in account order) and return each one's `available`.
+
+    One statement for every account of a signal; an account without a ledger yet gets
+    it opened from its allocation first. Needs an open transaction, like `ledger_lock`.
+    """
+    ordered = sorted(set(account_ids))
+    if not ordered:
+        return {}
+    accounts, params = any_of("account_id", ordered)
+    sql = (
+        f"SELECT account_id, allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl "
+        f"FROM {table(CapitalLedger)} WHERE {accounts} ORDER BY account_id{for_update()}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        available = {account_id: int(value) for account_id, value in cursor.fetchall()}
+    for account_id in ordered:
+        if account_id not in available:
+            ledger_open(account=Account.objects.get(pk=account_id))
+            available[account_id] = ledger_lock(account_id=account_id).available
+    return available
+
+
+def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]:
+    """Reserve (account, amount, client order id) on several locked ledgers in one statement; return the accounts reserved.
+
+    The UPDATE carries the condition itself (available >= amount), so a reservation that
+    does not fit is never made, whatever the caller read before; each one made is
+    journaled (one multi-row insert). At most one reservation per account.
+    """
+    if not reservations:
+        return set()
+    accounts = [account_id for account_id, _, _ in reservations]
+    if len(set(accounts)) != len(accounts):
+        raise ValueError("one reservation per account and statement")
+    if any(amount < 0 for _, amount, _ in reservations):
+        raise ValueError("a reservation cannot be negative")
+    now = timezone.now()
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    ledger = table(CapitalLedger)
+    fits = f"{ledger}.allocated_capital - {ledger}.reserved_for_orders - {ledger}.reserved_for_positions + {ledger}.realized_pnl"
+    if connection.vendor == "postgresql":
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = {ledger}.reserved_for_orders + v.amount, updated_at = %s "
+            f"FROM unnest(%s::bigint[], %s::numeric(38,0)[]) AS v(account_id, amount) "
+            f"WHERE {ledger}.account_id = v.account_id AND {fits} >= v.amount RETURNING {ledger}.account_id"
+        )
+        params: list[object] = [stamp, accounts, [amount for _, amount, _ in reservations]]
+    else:
+        amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
+        case_params: list[object] = []
+        for account_id, amount, _ in reservations:
+            case_params += [account_id, amount]
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "
+            f"WHERE account_id IN ({placeholders(len(accounts))}) AND {fits} >= {amount_case} RETURNING account_id"
+        )
+        params = [*case_params, stamp, *accounts, *case_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        reserved = {row[0] for row in cursor.fetchall()}
+    insert_rows(
+        LedgerEntry,
+        _ENTRY_COLUMNS,
+        [
+            (account_id, Kind.RESERVE, 0, amount, 0, 0, client_order_id, "", "", now)
+            for account_id, amount, client_order_id in reservations
+            if account_id in reserved
+        ],
+    )
+    return reserved
+
+
+_ENTRY_COLUMNS = (
+    "account_id", "kind", "delta_allocated", "delta_reserved_for_orders", "delta_reserved_for_positions",
+    "delta_realized_pnl", "client_order_id", "exchange_trade_id", "reason", "created_at",
+)

@@ -7,23 +7,25 @@ idempotent: persisting an order twice, or applying the same fill twice, is a no-
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Callable, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from feeds.market import fixed_from_decimal
 from core.fixed_point import fixed_to_str
 from feeds.models import Instrument
 from orders import ledger as ledger_service
-from orders.audit import audit_record
+from orders.audit import audit_batch, audit_record, audit_record_many
 from orders.brokers.base import BrokerFill, BrokerOrder
-from orders.events import push_trade_event_on_commit
+from orders.events import push_trade_event_on_commit, push_trade_events_on_commit
+from orders.locks import entry_scope, locks_acquire_many, locks_release_many
 from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, OrderStatus, Position
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
+from orders.rows import any_of, for_update, insert_rows, table
 
 T = TypeVar("T")
 ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
@@ -94,6 +96,98 @@ def entry_intent_create(
         if after_insert is not None:
             after_insert(intent)
     return intent, None
+
+
+@dataclass
+class EntryBatch:
+    """What `entry_intents_create` did with each entry of a signal's accounts."""
+
+    created: list[IntentSpec] = field(default_factory=list)  # reserved and recorded; the lease is held
+    held: list[IntentSpec] = field(default_factory=list)  # the lease is held by another owner: nothing done
+    refused: list[tuple[IntentSpec, object]] = field(default_factory=list)  # `blocked` said why not
+    insufficient: list[tuple[IntentSpec, ledger_service.InsufficientCapital]] = field(default_factory=list)
+
+
+_INTENT_COLUMNS = (
+    "client_order_id", "account_id", "strategy_id", "instrument_id", "intent", "position_side", "side",
+    "order_type", "quantity", "price", "reserved", "state", "signal_kind", "signal_output_id",
+    "created_at", "updated_at",
+)
+
+
+def entry_intents_create(
+    *,
+    specs: Sequence[IntentSpec],
+    lease_owners: Mapping[str, str],
+    lease_ttl_s: float,
+    blocked: Callable[[list[IntentSpec]], Mapping[str, T | None]],
+    after: Callable[[EntryBatch], None] | None = None,
+) -> EntryBatch:
+    """`entry_intent_create` for the entries of several accounts (one each), set-based, in one durable transaction.
+
+    Per account the decision is the one `entry_intent_create` makes, in the same
+    order: the entry lease (`lease_owners`: client order id -> owner token; taken for
+    all in one statement), the ledger locks (one statement, in account order), then
+    `blocked` (asked once for all, under the locks; a reason per client order id or
+    None), then the reservation on every ledger in one conditional statement, the
+    intents in one insert. An account whose lease another owner holds is left out
+    untouched (`held`); one refused or without the capital gives its lease back in
+    the same transaction and has nothing else written. `after` runs last in the
+    transaction with the result (the executor records the outcomes there).
+    """
+    batch = EntryBatch()
+    with transaction.atomic(durable=True):
+        leases = {
+            spec.client_order_id: (spec.account_id, entry_scope(spec.instrument_id), lease_owners[spec.client_order_id])
+            for spec in specs
+        }
+        taken = locks_acquire_many(leases=list(leases.values()), ttl_s=lease_ttl_s)
+        contenders = []
+        for spec in specs:
+            (contenders if leases[spec.client_order_id][2] in taken else batch.held).append(spec)
+        available = ledger_service.ledgers_lock(account_ids=[spec.account_id for spec in contenders])
+        reasons = blocked(contenders) if contenders else {}
+        fitting = []
+        for spec in contenders:
+            reason = reasons.get(spec.client_order_id)
+            if reason is not None:
+                batch.refused.append((spec, reason))
+            elif spec.reserve > available[spec.account_id]:
+                batch.insufficient.append(
+                    (spec, ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]))
+                )
+            else:
+                fitting.append(spec)
+        reserved = ledger_service.ledgers_reserve(
+            reservations=[(spec.account_id, spec.reserve, spec.client_order_id) for spec in fitting]
+        )
+        for spec in fitting:
+            if spec.account_id in reserved:
+                batch.created.append(spec)
+            else:  # the statement's own condition refused it
+                batch.insufficient.append(
+                    (spec, ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]))
+                )
+        now = timezone.now()
+        insert_rows(
+            OrderIntent,
+            _INTENT_COLUMNS,
+            [
+                (
+                    spec.client_order_id, spec.account_id, spec.strategy_id, spec.instrument_id, spec.intent,
+                    spec.position_side, spec.side, spec.order_type, spec.quantity, spec.price, spec.reserve,
+                    OrderIntent.State.PENDING, spec.signal_kind, spec.signal_output_id, now, now,
+                )
+                for spec in batch.created
+            ],
+        )
+        created = {spec.client_order_id for spec in batch.created}
+        locks_release_many(
+            leases=[leases[spec.client_order_id] for spec in contenders if spec.client_order_id not in created]
+        )
+        if after is not None:
+            after(batch)
+    return batch
 
 
 class ExitRefusal(StrEnum):
@@ -266,58 +360,227 @@ def lifecycle_persist(
     with transaction.atomic(durable=True):
         if on_begin is not None:
             on_begin()
-        if account_id is None:
-            account_id = OrderIntent.objects.values_list("account_id", flat=True).get(
-                client_order_id=broker_order.client_order_id
-            )
-        ledger = ledger_service.ledger_lock(account_id=account_id)
-        intent = OrderIntent.objects.select_for_update().get(
-            client_order_id=broker_order.client_order_id, account_id=account_id
+        order, created = _persist_locked(
+            broker_order, via_reconciliation=via_reconciliation, account_id=account_id, owner_id=owner_id
         )
-        # PLACED is set in the transaction that creates the order: the two go together.
-        if intent.state == OrderIntent.State.PLACED:
-            return Order.objects.get(client_order_id=broker_order.client_order_id)
-        reserved = intent.reserved
-        if intent.state == OrderIntent.State.ABANDONED:
-            # Abandoned too early (a slow broker outlived the lock); the order exists after
-            # all, so it takes back its reservation, as far as capital allows.
-            reserved = min(intent.reserved, max(ledger.available, 0))
-            ledger_service.ledger_reserve(ledger=ledger, amount=reserved, client_order_id=intent.client_order_id)
-        position = _position_for(intent)
-        order = Order.objects.create(
-            client_order_id=intent.client_order_id,
-            exchange_order_id=broker_order.exchange_order_id,
-            intent_row=intent,
-            account_id=intent.account_id,
-            strategy_id=intent.strategy_id,
-            instrument_id=intent.instrument_id,
-            position=position,
-            intent=intent.intent,
-            side=intent.side,
-            order_type=intent.order_type,
-            quantity=intent.quantity,
-            price=intent.price,
-            status=OrderStatus.NEW if broker_order.status == OrderStatus.NEW else OrderStatus.SUBMITTED,
-            reserved=reserved,
-            via_reconciliation=via_reconciliation,
-        )
-        intent.state = OrderIntent.State.PLACED
-        intent.save(update_fields=["state", "updated_at"])
-        audit_record(
-            event="reconcile.adopt" if via_reconciliation else f"{intent.intent.lower()}.placed",
-            account_id=intent.account_id,
-            strategy_id=intent.strategy_id,
-            client_order_id=intent.client_order_id,
-            message=f"exchange order {broker_order.exchange_order_id}",
-        )
-        if broker_order.status in ENDED_WITHOUT_FILLING and broker_order.filled_quantity == 0:
-            _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
-        if owner_id is None:
-            owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
-        push_trade_event_on_commit(owner_id, _event(order, "order"))
-        if before_commit is not None:
+        if created and before_commit is not None:
             before_commit()
     return order
+
+
+
+_ORDER_COLUMNS = (
+    "client_order_id", "exchange_order_id", "intent_row_id", "account_id", "strategy_id", "instrument_id",
+    "position_id", "intent", "side", "order_type", "quantity", "price", "status", "filled_quantity",
+    "filled_notional", "reserved", "reserve_released", "via_reconciliation", "created_at", "updated_at",
+)
+_POSITION_COLUMNS = (
+    "account_id", "strategy_id", "instrument_id", "side", "quantity", "cost", "locked", "realized_pnl", "state",
+    "opened_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """A broker-confirmed entry order and whose it is (for `lifecycle_persist_many`)."""
+
+    broker_order: BrokerOrder
+    account_id: int
+    owner_id: int
+
+
+def lifecycle_persist_many(
+    *,
+    orders: Sequence[Acknowledged],
+    on_begin: Callable[[], None] | None = None,
+    before_commit: Callable[[list[str]], None] | None = None,
+) -> list[str]:
+    """`lifecycle_persist` for the entry orders of several accounts, in one durable transaction.
+
+    Per order the result is lifecycle_persist's: order row, position seed, intent
+    handed over, audit event, trade event after commit. The common case (a pending
+    intent, an order the broker took) is written set-based, one statement each: ledger
+    locks, the intents handed over (which locks them), positions seeded (or the open
+    one locked), orders, and every audit event of the transaction; any other case (an intent abandoned meanwhile, an order that ended
+    on arrival) goes through lifecycle_persist's own steps in the same transaction.
+    `on_begin` runs first, `before_commit` last with the client order ids persisted
+    now; an order persisted before (adopted by reconciliation meanwhile) is not in it.
+    Returns those client order ids.
+    """
+    persisted: list[str] = []
+    with transaction.atomic(durable=True), audit_batch():
+        if on_begin is not None:
+            on_begin()
+        by_cid = {ack.broker_order.client_order_id: ack for ack in orders}
+        ledger_service.ledgers_lock(account_ids=[ack.account_id for ack in orders])
+        simple = _entries_hand_over(
+            [cid for cid, ack in by_cid.items() if ack.broker_order.status not in ENDED_WITHOUT_FILLING]
+        )
+        for row in simple:
+            if row[2] != by_cid[row[1]].account_id:
+                raise OrderIntent.DoesNotExist(f"intent {row[1]} is not account {by_cid[row[1]].account_id}'s")
+        simple_cids = {row[1] for row in simple}
+        for ack in orders:
+            if ack.broker_order.client_order_id not in simple_cids:
+                _, created = _persist_locked(
+                    ack.broker_order, via_reconciliation=False, account_id=ack.account_id, owner_id=ack.owner_id
+                )
+                if created:
+                    persisted.append(ack.broker_order.client_order_id)
+        if simple:
+            persisted.extend(_persist_entries(simple, by_cid))
+            audit_record_many([
+                {
+                    "event": "entry.placed",
+                    "account_id": row[2],
+                    "strategy_id": row[3],
+                    "client_order_id": row[1],
+                    "message": f"exchange order {by_cid[row[1]].broker_order.exchange_order_id}",
+                }
+                for row in simple
+            ])
+            push_trade_events_on_commit([
+                (
+                    by_cid[row[1]].owner_id,
+                    {
+                        "event": "order",
+                        "account_id": row[2],
+                        "client_order_id": row[1],
+                        "intent": row[5],
+                        "side": row[7],
+                        "status": _order_status(by_cid[row[1]].broker_order),
+                        "quantity": fixed_to_str(int(row[9])),
+                        "filled_quantity": fixed_to_str(0),
+                    },
+                )
+                for row in simple
+            ])
+        if before_commit is not None:
+            before_commit(persisted)
+    return persisted
+
+
+def _entries_hand_over(cids: list[str]) -> list[tuple[Any, ...]]:
+    """Hand the pending entry intents of `cids` over (PLACED) in one statement that locks them; return their rows.
+
+    An intent not pending any more (placed or abandoned meanwhile) is not returned:
+    lifecycle_persist's own steps handle it.
+    """
+    if not cids:
+        return []
+    where, params = any_of("client_order_id", cids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s "
+            f"WHERE {where} AND state = %s AND intent = %s "
+            f"RETURNING id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
+            f"order_type, quantity, price, reserved",
+            [
+                OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(timezone.now()), *params,
+                OrderIntent.State.PENDING, Intent.ENTRY,
+            ],
+        )
+        return sorted(cursor.fetchall())
+
+
+def _order_status(broker_order: BrokerOrder) -> str:
+    return OrderStatus.NEW if broker_order.status == OrderStatus.NEW else OrderStatus.SUBMITTED
+
+
+def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowledged]) -> list[str]:
+    """The set-based part of lifecycle_persist_many: positions seeded or found, then the orders."""
+    now = timezone.now()
+    seeds = {}
+    for row in simple:
+        seeds.setdefault((row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now))
+    # A new position per (account, instrument, strategy), unless one is open already
+    # (the partial unique index of open positions), which is then locked and used.
+    positions = {
+        (account_id, instrument_id, strategy_id): pk
+        for pk, account_id, instrument_id, strategy_id in insert_rows(
+            Position,
+            _POSITION_COLUMNS,
+            seeds.values(),
+            suffix="ON CONFLICT (account_id, instrument_id, strategy_id) WHERE state = 'OPEN' DO NOTHING",
+            returning=("id", "account_id", "instrument_id", "strategy_id"),
+        )
+    }
+    for account_id, instrument_id, strategy_id in seeds:
+        if (account_id, instrument_id, strategy_id) not in positions:
+            positions[(account_id, instrument_id, strategy_id)] = (
+                Position.objects.select_for_update()
+                .filter(account_id=account_id, instrument_id=instrument_id, strategy_id=strategy_id, state=Position.State.OPEN)
+                .values_list("pk", flat=True)
+                .get()
+            )
+    insert_rows(
+        Order,
+        _ORDER_COLUMNS,
+        [
+            (
+                row[1], by_cid[row[1]].broker_order.exchange_order_id, row[0], row[2], row[3], row[4],
+                positions[(row[2], row[4], row[3])], row[5], row[7], row[8], int(row[9]), int(row[10]),
+                _order_status(by_cid[row[1]].broker_order), 0, 0, int(row[11]), 0, False, now, now,
+            )
+            for row in simple
+        ],
+    )
+    return [row[1] for row in simple]
+
+def _persist_locked(
+    broker_order: BrokerOrder, *, via_reconciliation: bool, account_id: int | None, owner_id: int | None
+) -> tuple[Order, bool]:
+    """lifecycle_persist's work inside the caller's transaction; returns (order, created now)."""
+    if account_id is None:
+        account_id = OrderIntent.objects.values_list("account_id", flat=True).get(
+            client_order_id=broker_order.client_order_id
+        )
+    ledger = ledger_service.ledger_lock(account_id=account_id)
+    intent = OrderIntent.objects.select_for_update().get(
+        client_order_id=broker_order.client_order_id, account_id=account_id
+    )
+    # PLACED is set in the transaction that creates the order: the two go together.
+    if intent.state == OrderIntent.State.PLACED:
+        return Order.objects.get(client_order_id=broker_order.client_order_id), False
+    reserved = intent.reserved
+    if intent.state == OrderIntent.State.ABANDONED:
+        # Abandoned too early (a slow broker outlived the lock); the order exists after
+        # all, so it takes back its reservation, as far as capital allows.
+        reserved = min(intent.reserved, max(ledger.available, 0))
+        ledger_service.ledger_reserve(ledger=ledger, amount=reserved, client_order_id=intent.client_order_id)
+    position = _position_for(intent)
+    order = Order.objects.create(
+        client_order_id=intent.client_order_id,
+        exchange_order_id=broker_order.exchange_order_id,
+        intent_row=intent,
+        account_id=intent.account_id,
+        strategy_id=intent.strategy_id,
+        instrument_id=intent.instrument_id,
+        position=position,
+        intent=intent.intent,
+        side=intent.side,
+        order_type=intent.order_type,
+        quantity=intent.quantity,
+        price=intent.price,
+        status=OrderStatus.NEW if broker_order.status == OrderStatus.NEW else OrderStatus.SUBMITTED,
+        reserved=reserved,
+        via_reconciliation=via_reconciliation,
+    )
+    intent.state = OrderIntent.State.PLACED
+    intent.save(update_fields=["state", "updated_at"])
+    audit_record(
+        event="reconcile.adopt" if via_reconciliation else f"{intent.intent.lower()}.placed",
+        account_id=intent.account_id,
+        strategy_id=intent.strategy_id,
+        client_order_id=intent.client_order_id,
+        message=f"exchange order {broker_order.exchange_order_id}",
+    )
+    if broker_order.status in ENDED_WITHOUT_FILLING and broker_order.filled_quantity == 0:
+        _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
+    if owner_id is None:
+        owner_id = Account.objects.values_list("owner_id", flat=True).get(pk=order.account_id)
+    push_trade_event_on_commit(owner_id, _event(order, "order"))
+    return order, True
 
 
 def _position_for(intent: OrderIntent) -> Position:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import secrets
 import time
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Callable, Sequence
 
 from django.db import connection
 from django.utils import timezone
 
 from orders.metrics import LOCK_ACQUIRE_SECONDS, LOCK_CONTENTION
 from orders.models import EntryLock
+from orders.rows import any_of, insert_rows
 
 DEFAULT_TTL_S = 30.0
 RECONCILE_SCOPE = "reconcile"
@@ -82,3 +83,56 @@ def lock_release(*, account_id: int, scope: str, owner: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(sql, [ops.adapt_datetimefield_value(released), account_id, scope, owner])
         return cursor.rowcount > 0
+
+
+def locks_acquire_many(
+    *, leases: Sequence[tuple[int, str, str]], ttl_s: float = DEFAULT_TTL_S, now: Callable[[], datetime] = timezone.now
+) -> set[str]:
+    """Take several (account, scope, owner) leases in one statement; return the owners that got theirs.
+
+    The same condition as `lock_acquire`, row by row. Rows are written in account
+    order, the order every multi-account writer takes them in, so two such statements
+    never wait for each other in a cycle.
+    """
+    if not leases:
+        return set()
+    started = time.monotonic()
+    table = connection.ops.quote_name(EntryLock._meta.db_table)
+    current = now()
+    until = current + timedelta(seconds=ttl_s)
+    ordered = sorted(leases)
+    taken = {
+        row[0]
+        for row in insert_rows(
+            EntryLock,
+            ("account_id", "scope", "owner", "expires_at", "acquired_at"),
+            [(account_id, scope, owner, until, current) for account_id, scope, owner in ordered],
+            suffix=(
+                f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, "
+                f"expires_at = excluded.expires_at, acquired_at = excluded.acquired_at "
+                f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner "
+                f"OR {table}.owner = ''"
+            ),
+            returning=("owner",),
+        )
+    }
+    LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
+    for _, scope, owner in ordered:
+        if owner not in taken:
+            LOCK_CONTENTION.labels(scope.split(":", 1)[0]).inc()
+    return taken
+
+
+def locks_release_many(*, leases: Sequence[tuple[int, str, str]]) -> int:
+    """Give several (account, scope, owner) leases back, each only if its owner still holds it; return how many."""
+    if not leases:
+        return 0
+    ops = connection.ops
+    accounts, account_params = any_of("account_id", sorted({account_id for account_id, _, _ in leases}))
+    owners, owner_params = any_of("owner", [owner for _, _, owner in leases])
+    # Owner tokens are unique per lease, so the owner alone names the row; the account
+    # narrows the search to the unique (account, scope) index.
+    sql = f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s WHERE {accounts} AND {owners}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [ops.adapt_datetimefield_value(timezone.now()), *account_params, *owner_params])
+        return cursor.rowcount

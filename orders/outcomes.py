@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import Any
+from typing import Any, Sequence
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
@@ -21,12 +22,13 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from orders.audit import audit_record
+from orders.audit import audit_record, audit_record_many
 from orders.events import send_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, Outcome
 from orders.plans import signal_key
+from orders.rows import insert_rows
 from processor.signals import Signal
 from core.push_groups import user_group
 
@@ -74,7 +76,7 @@ def signal_outcome_record(
             details={"signal_key": key, "output_id": signal.output_id},
         )
         _push_outcome_on_commit(row)
-    SIGNAL_OUTCOMES.labels(str(signal.kind), str(outcome)).inc()
+    outcome_counter(str(signal.kind), str(outcome)).inc()
     return row
 
 
@@ -97,11 +99,105 @@ def _outcome_upsert(key: str, account_id: int | None, values: dict[str, Any]) ->
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row_id, created_at = cursor.fetchone()
+    created_at = _aware(created_at)
+    return SignalOutcome(id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What became of a signal on one account (a row of `signal_outcomes_record_many`)."""
+
+    account_id: int
+    outcome: Outcome
+    reason: str = ""
+    client_order_id: str = ""
+
+
+_OUTCOME_COLUMNS = (
+    "signal_key", "account_id", "strategy_id", "strategy_name", "feed", "symbol", "signal_kind", "output_id",
+    "occurrence_ns", "outcome", "reason", "client_order_id", "created_at", "updated_at",
+)
+_OUTCOME_UPDATES = ", ".join(
+    f"{name} = excluded.{name}" for name in ("outcome", "reason", "client_order_id", "updated_at")
+)
+_counters: dict[tuple[str, str], Any] = {}
+
+
+def outcome_counter(kind: str, outcome: str) -> Any:
+    """The metric child of (signal kind, outcome), looked up once."""
+    child = _counters.get((kind, outcome))
+    if child is None:
+        child = _counters[(kind, outcome)] = SIGNAL_OUTCOMES.labels(kind, outcome)
+    return child
+
+
+def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]) -> None:
+    """`signal_outcome_record` for several accounts of one signal: one upsert, one audit insert, one push.
+
+    Each account's row, audit event and metric are exactly those `signal_outcome_record`
+    writes. A DUPLICATE (the same signal seen again) is audited and counted but never
+    touches the signal's row: that row belongs to the handling that created the intent.
+    """
+    if not decisions:
+        return
+    key = signal_key(signal)
+    kind = str(signal.kind)
+    now = timezone.now()
+    head = (signal.strategy_id, signal.strategy_name[:60], signal.feed[:50], signal.symbol[:120], kind, signal.output_id,
+            signal.occurrence_ns)
+    details = {"signal_key": key, "output_id": signal.output_id}
+    rows = []
+    audits = []
+    for decision in decisions:
+        outcome = str(decision.outcome)
+        if decision.outcome != Outcome.DUPLICATE:
+            rows.append((key, decision.account_id, *head, outcome, decision.reason[:500], decision.client_order_id,
+                         now, now))
+        audits.append({
+            "event": f"signal.{outcome}",
+            "account_id": decision.account_id,
+            "strategy_id": signal.strategy_id,
+            "client_order_id": decision.client_order_id,
+            "message": f"{signal.strategy_name} {signal.kind} {signal.symbol}: "
+            f"{decision.reason or Outcome(decision.outcome).label}",
+            "details": details,
+        })
+    with transaction.atomic(savepoint=False):
+        written = _outcomes_upsert(rows) if rows else {}
+        audit_record_many(audits)
+        pushes = []
+        for row in rows:
+            account_id = row[1]
+            row_id, created_at = written[account_id]
+            pushes.append(SignalOutcome(
+                id=row_id, signal_key=key, account_id=account_id, strategy_id=signal.strategy_id,
+                strategy_name=row[3], feed=row[4], symbol=row[5], signal_kind=kind, output_id=signal.output_id,
+                occurrence_ns=signal.occurrence_ns, outcome=row[9], reason=row[10], client_order_id=row[11],
+                created_at=created_at, updated_at=now,
+            ))
+        _push_outcomes_on_commit(pushes)
+    for decision in decisions:
+        outcome_counter(kind, str(decision.outcome)).inc()
+
+
+def _outcomes_upsert(rows: list[tuple[Any, ...]]) -> dict[int, tuple[int, datetime]]:
+    """One multi-row upsert on (signal, account); return (id, created_at) per account."""
+    returned = insert_rows(
+        SignalOutcome,
+        _OUTCOME_COLUMNS,
+        rows,
+        suffix=f"ON CONFLICT (signal_key, account_id) WHERE account_id IS NOT NULL DO UPDATE SET {_OUTCOME_UPDATES}",
+        returning=("account_id", "id", "created_at"),
+    )
+    return {account_id: (row_id, _aware(created_at)) for account_id, row_id, created_at in returned}
+
+
+def _aware(created_at: Any) -> datetime:
     if isinstance(created_at, str):
         created_at = datetime.fromisoformat(created_at)
     if timezone.is_naive(created_at):  # SQLite stores UTC without its offset
         created_at = created_at.replace(tzinfo=dt_timezone.utc)
-    return SignalOutcome(id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values)
+    return created_at
 
 
 def signal_outcome_settle(*, client_order_id: str, outcome: Outcome, reason: str = "") -> int:
@@ -176,6 +272,33 @@ def _push_outcome_on_commit(row: SignalOutcome) -> None:
             await layer.group_send(user_group(owner_id), message)
 
     send_after_commit(send, f"signal outcome push for account {row.account_id}")
+
+
+def _push_outcomes_on_commit(rows: Sequence[SignalOutcome]) -> None:
+    """`_push_outcome_on_commit` for several rows: one after-commit send, the rows in order."""
+    layer = get_channel_layer()
+    if layer is None or not rows:
+        return
+    messages = []
+    for row in rows:
+        try:
+            audience = _audience(row.account_id, row.strategy_id)
+        except Exception:  # a dashboard that misses a push shows the outcome on its next load
+            log.warning("orders: signal outcome push for account %s failed", row.account_id, exc_info=True)
+            continue
+        if audience is None:
+            continue
+        owners, account_name = audience
+        message = {**outcome_event(row), "account_name": account_name}
+        messages.extend((owner_id, message) for owner_id in owners)
+    if not messages:
+        return
+
+    async def send() -> None:
+        for owner_id, message in messages:
+            await layer.group_send(user_group(owner_id), message)
+
+    send_after_commit(send, f"signal outcome push for {len(rows)} accounts")
 
 
 # An account's owner never changes and its name rarely does: a push may show a name

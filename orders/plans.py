@@ -1,5 +1,6 @@
-"""Turn a signal into per-account trade plans (pure rounding + one query for the settings).
+"""Turn a signal into per-account trade plans (pure rounding + one query for the settings and the instrument).
 
+The settings, their accounts and the instrument are one read (orders.selectors).
 A plan for an instrument whose metadata (tick size, lot size, multiplier) the venue has
 not confirmed, or confirmed too long ago, carries the reason in `metadata_missing`:
 its sizes are the site's stored guesses, and an entry sized from them is refused.
@@ -11,7 +12,6 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from feeds.market import fixed_from_decimal
-from orders.models import TradeSetting
 from orders.money import round_to_step
 from processor.signals import Signal
 
@@ -47,49 +47,40 @@ def signal_key(signal: Signal) -> str:
 
 def plans_for_signal(signal: Signal) -> list[TradePlan]:
     """Return a plan per enabled trade setting of the signal's strategy whose account trades that instrument."""
-    settings_rows = TradeSetting.objects.filter(strategy_id=signal.strategy_id, enabled=True).select_related("account")
-    settings_list = list(settings_rows)
-    if not settings_list:
-        return []
     from feeds.distribution.metadata_gate import metadata_missing_reason
-    from feeds.models import Instrument
     from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
+    from orders.selectors import trade_settings_on_instrument
 
-    instrument = (
-        Instrument.objects.filter(feed__name=signal.feed, venue_symbol=signal.symbol)
-        .values(
-            "id", "tick_size", "lot_size", "contract_multiplier", "feed__venue", "metadata_refreshed_at",
-            "metadata_problem",
-        )
-        .first()
+    instrument, settings_list = trade_settings_on_instrument(
+        strategy_id=signal.strategy_id, feed=signal.feed, venue_symbol=signal.symbol
     )
     if instrument is None:
         return []
     missing = metadata_missing_reason(
-        lists_metadata=venue_lists_metadata(instrument["feed__venue"]),
-        refreshed_at=instrument["metadata_refreshed_at"],
-        problem=instrument["metadata_problem"],
+        lists_metadata=venue_lists_metadata(instrument.venue),
+        refreshed_at=instrument.metadata_refreshed_at,
+        problem=instrument.metadata_problem,
         now=timezone.now(),
         max_age_s=metadata_max_age_s(),
     )
-    lot = fixed_from_decimal(instrument["lot_size"])
-    plans = []
-    for setting in settings_list:
-        plans.append(
-            TradePlan(
-                account_id=setting.account_id,
-                owner_id=setting.account.owner_id,
-                broker=setting.account.broker,
-                mode=setting.mode,
-                strategy_id=signal.strategy_id,
-                instrument_id=instrument["id"],
-                venue_symbol=signal.symbol,
-                tick_size=fixed_from_decimal(instrument["tick_size"]),
-                lot_size=lot,
-                multiplier=fixed_from_decimal(instrument["contract_multiplier"]),
-                quantity=round_to_step(fixed_from_decimal(setting.quantity), lot),
-                order_type=setting.order_type,
-                metadata_missing=f"{signal.symbol} metadata not known: {missing}" if missing else None,
-            )
+    lot = fixed_from_decimal(instrument.lot_size)
+    tick = fixed_from_decimal(instrument.tick_size)
+    multiplier = fixed_from_decimal(instrument.contract_multiplier)
+    return [
+        TradePlan(
+            account_id=setting.account_id,
+            owner_id=setting.owner_id,
+            broker=setting.broker,
+            mode=setting.mode,
+            strategy_id=signal.strategy_id,
+            instrument_id=instrument.id,
+            venue_symbol=signal.symbol,
+            tick_size=tick,
+            lot_size=lot,
+            multiplier=multiplier,
+            quantity=round_to_step(fixed_from_decimal(setting.quantity), lot),
+            order_type=setting.order_type,
+            metadata_missing=f"{signal.symbol} metadata not known: {missing}" if missing else None,
         )
-    return plans
+        for setting in settings_list
+    ]

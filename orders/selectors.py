@@ -1,17 +1,40 @@
-"""Reads of the orders app, always scoped to the requesting user's accounts.
+"""Reads of the orders app.
 
-Pages, APIs and admin views build on these; none of them takes an account id without
-the user, so a user can never reach another's orders, positions, ledger or audit.
+Pages, APIs and admin views build on the user-scoped reads; none of them takes an
+account id without the user, so a user can never reach another's orders, positions,
+ledger or audit. The trade executor's reads (below them) are the trading path's own:
+they run inside its transactions, under the locks the executor holds, and are never
+reached from a request.
 """
 from __future__ import annotations
 
-from typing import TypeAlias
+from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from decimal import Decimal
+from typing import Sequence, TypeAlias
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.db import connection
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
-from orders.models import Account, AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome, TradeSetting
+from orders.models import (
+    Account,
+    AuditEvent,
+    CapitalLedger,
+    Fill,
+    LedgerEntry,
+    Order,
+    OrderIntent,
+    Position,
+    SignalOutcome,
+    TradeSetting,
+)
+from orders.models.accounts import Reversal
+from orders.models.lifecycle import TERMINAL_STATUSES, Intent
+from orders.rows import any_of, table
 
 AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
 
@@ -63,4 +86,194 @@ def signal_outcomes_for_user(user: AnyUser) -> QuerySet[SignalOutcome]:
     traded_strategies = TradeSetting.objects.filter(account__owner_id=user.pk).values("strategy_id")
     return SignalOutcome.objects.filter(
         Q(account__owner_id=user.pk) | Q(account__isnull=True, strategy_id__in=traded_strategies)
+    )
+
+
+# ---- the trade executor's reads ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SettingRow:
+    """One enabled trade setting of a strategy with its account, on the signal's instrument."""
+
+    account_id: int
+    owner_id: int
+    broker: str
+    mode: str
+    quantity: Decimal
+    order_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstrumentRow:
+    id: int
+    tick_size: Decimal
+    lot_size: Decimal
+    contract_multiplier: Decimal
+    venue: str
+    metadata_refreshed_at: datetime | None
+    metadata_problem: str
+
+
+def trade_settings_on_instrument(
+    *, strategy_id: int, feed: str, venue_symbol: str
+) -> tuple[InstrumentRow | None, list[SettingRow]]:
+    """The instrument a signal names and the enabled trade settings of its strategy (in account order): one statement.
+
+    No instrument (or no setting) gives (None, []). Decimals are read as text, which
+    both databases render exactly as they store them.
+    """
+    from feeds.models import Feed, Instrument
+
+    sql = (
+        f"SELECT i.id, CAST(i.tick_size AS TEXT), CAST(i.lot_size AS TEXT), CAST(i.contract_multiplier AS TEXT), "
+        f"f.venue, i.metadata_refreshed_at, i.metadata_problem, "
+        f"s.account_id, a.owner_id, a.broker, s.mode, CAST(s.quantity AS TEXT), s.order_type "
+        f"FROM {table(TradeSetting)} s JOIN {table(Account)} a ON a.id = s.account_id "
+        f"JOIN {table(Instrument)} i ON i.venue_symbol = %s JOIN {table(Feed)} f ON f.id = i.feed_id AND f.name = %s "
+        f"WHERE s.strategy_id = %s AND s.enabled = %s ORDER BY s.account_id, i.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [venue_symbol, feed, strategy_id, True])
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    first = rows[0]
+    instrument = InstrumentRow(
+        id=first[0],
+        tick_size=Decimal(first[1]),
+        lot_size=Decimal(first[2]),
+        contract_multiplier=Decimal(first[3]),
+        venue=first[4],
+        metadata_refreshed_at=_aware(first[5]),
+        metadata_problem=first[6] or "",
+    )
+    settings = [
+        SettingRow(account_id=row[7], owner_id=row[8], broker=row[9], mode=row[10], quantity=Decimal(row[11]), order_type=row[12])
+        for row in rows
+        if row[0] == instrument.id
+    ]
+    return instrument, settings
+
+
+def _aware(value: datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):  # SQLite stores UTC without its offset
+        value = value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPosition:
+    id: int
+    strategy_id: int | None
+    side: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntryState:
+    """What an entry on (account, instrument) is checked against, read under the account's ledger lock."""
+
+    duplicate: bool  # this signal already has its intent (its client order id exists)
+    position: OpenPosition | None  # the open position here (the oldest), whatever the strategy
+    pending_entry: str | None  # the client order id of a pending entry intent here
+
+
+def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryState]:
+    """EntryState per client order id of `entries` ((client order id, account, instrument)): one statement for all.
+
+    Run after the ledger row locks are taken, as its own statement: a statement started
+    before a lock was granted would read a snapshot from before the entry that held it.
+    """
+    if not entries:
+        return {}
+    cids, cid_params = any_of("client_order_id", [cid for cid, _, _ in entries])
+    accounts, account_params = any_of("account_id", sorted({account_id for _, account_id, _ in entries}))
+    instruments, instrument_params = any_of("instrument_id", sorted({instrument_id for _, _, instrument_id in entries}))
+    intents, positions = table(OrderIntent), table(Position)
+    sql = (
+        f"SELECT 'd', account_id, instrument_id, id, NULL, NULL, client_order_id FROM {intents} WHERE {cids} "
+        f"UNION ALL SELECT 'p', account_id, instrument_id, id, strategy_id, side, NULL FROM {positions} "
+        f"WHERE state = %s AND {accounts} AND {instruments} "
+        f"UNION ALL SELECT 'i', account_id, instrument_id, id, NULL, NULL, client_order_id FROM {intents} "
+        f"WHERE intent = %s AND state = %s AND {accounts} AND {instruments}"
+    )
+    params = [
+        *cid_params,
+        Position.State.OPEN, *account_params, *instrument_params,
+        Intent.ENTRY, OrderIntent.State.PENDING, *account_params, *instrument_params,
+    ]
+    duplicates: set[str] = set()
+    open_positions: dict[tuple[int, int], tuple[int, OpenPosition]] = {}
+    pending: dict[tuple[int, int], tuple[int, str]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    for kind, account_id, instrument_id, row_id, strategy_id, side, cid in rows:
+        where = (account_id, instrument_id)
+        if kind == "d":
+            duplicates.add(cid)
+        elif kind == "p":
+            if where not in open_positions or row_id < open_positions[where][0]:
+                open_positions[where] = (row_id, OpenPosition(row_id, strategy_id, side))
+        elif where not in pending or row_id < pending[where][0]:
+            pending[where] = (row_id, cid)
+    states = {}
+    for cid, account_id, instrument_id in entries:
+        where = (account_id, instrument_id)
+        position = open_positions.get(where)
+        intent = pending.get(where)
+        states[cid] = EntryState(
+            duplicate=cid in duplicates,
+            position=position[1] if position else None,
+            pending_entry=intent[1] if intent else None,
+        )
+    return states
+
+
+def exit_working(*, account_id: int, instrument_id: int, position: OpenPosition) -> bool:
+    """Whether the position has a working exit order or a pending exit intent."""
+    if (
+        Order.objects.filter(position_id=position.id, intent=Intent.EXIT)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .exists()
+    ):
+        return True
+    return OrderIntent.objects.filter(
+        account_id=account_id,
+        instrument_id=instrument_id,
+        strategy_id=position.strategy_id,
+        position_side=position.side,
+        intent=Intent.EXIT,
+        state=OrderIntent.State.PENDING,
+    ).exists()
+
+
+def reversal_choice(*, strategy_id: int | None, account_id: int) -> str:
+    """What the trade setting says an entry does while its own opposite position's exit works."""
+    return (
+        TradeSetting.objects.filter(strategy_id=strategy_id, account_id=account_id)
+        .values_list("reversal", flat=True)
+        .first()
+    ) or Reversal.AFTER_EXIT_FILL
+
+
+def position_closed(position_id: int) -> bool:
+    return Position.objects.filter(pk=position_id, state=Position.State.CLOSED).exists()
+
+
+def working_entries(*, account_id: int, instrument_id: int, strategy_id: int, position_side: str) -> list[Order]:
+    """The entry orders still working on the strategy's open position of this side."""
+    return list(
+        Order.objects.filter(
+            account_id=account_id,
+            instrument_id=instrument_id,
+            strategy_id=strategy_id,
+            intent=Intent.ENTRY,
+            position__side=position_side,
+            position__state=Position.State.OPEN,
+        ).exclude(status__in=TERMINAL_STATUSES)
     )

@@ -162,6 +162,66 @@ class PaperExchange:
         return [BrokerPosition(symbol, quantity) for symbol, quantity in sorted(net.items()) if quantity]
 
 
+_PAPER_COLUMNS = (
+    "account_key", "client_order_id", "symbol", "side", "order_type", "quantity", "price", "status",
+    "filled_quantity", "filled_notional", "created_ns", "updated_ns",
+)
+
+
+def paper_place_many(orders: Sequence[tuple[str, OrderRequest, int]]) -> list[BrokerOrder | Exception]:
+    """Place several (account key, request, created ns) orders in the paper book in one statement.
+
+    Per order the answer is PaperExchange.place's: the order as booked, or the refusal
+    (BrokerRejected for a malformed request, DuplicateClientOrderId for a client id the
+    account already used), in the order given.
+    """
+    from orders.rows import insert_rows
+
+    answers: list[BrokerOrder | Exception | None] = []
+    rows = []
+    for account_key, request, now in orders:
+        if request.quantity <= 0:
+            answers.append(BrokerRejected("quantity must be positive"))
+        elif request.order_type == OrderType.LIMIT and not request.price:
+            answers.append(BrokerRejected("a limit order needs a price"))
+        else:
+            answers.append(None)
+            price = request.price if request.order_type == OrderType.LIMIT else None
+            rows.append((
+                account_key, request.client_order_id, request.symbol, request.side, request.order_type,
+                request.quantity, price, OrderStatus.NEW, 0, 0, now, now,
+            ))
+    booked = {
+        (account_key, client_order_id): pk
+        for pk, account_key, client_order_id in insert_rows(
+            PaperOrder, _PAPER_COLUMNS, rows,
+            suffix="ON CONFLICT (account_key, client_order_id) DO NOTHING",
+            returning=("id", "account_key", "client_order_id"),
+        )
+    }
+    result: list[BrokerOrder | Exception] = []
+    for (account_key, request, _), answer in zip(orders, answers):
+        if answer is not None:
+            result.append(answer)
+            continue
+        pk = booked.get((account_key, request.client_order_id))
+        if pk is None:
+            result.append(DuplicateClientOrderId(request.client_order_id))
+            continue
+        result.append(BrokerOrder(
+            client_order_id=request.client_order_id,
+            exchange_order_id=f"P{pk}",
+            symbol=request.symbol,
+            side=request.side,
+            order_type=request.order_type,
+            quantity=request.quantity,
+            price=request.price if request.order_type == OrderType.LIMIT else None,
+            status=OrderStatus.NEW,
+            filled_quantity=0,
+        ))
+    return result
+
+
 def paper_match(ticks: Sequence[MarketData], *, fees: PaperFees) -> list[tuple[str, BrokerFill]]:
     """Fill resting paper orders of every paper account against `ticks`; return (account_key, fill) pairs.
 
@@ -239,6 +299,41 @@ class PaperBroker:
         if self._on_place is not None:
             self._on_place(request.symbol)
         return order
+
+    @staticmethod
+    async def place_batch(items: Sequence[tuple[PaperBroker, OrderRequest]]) -> list[BrokerOrder | Exception]:
+        """place_order for orders of several paper accounts at once: one acknowledgement wait, one statement.
+
+        Returns, per item in order, the acknowledged order or the exception place_order
+        would have raised for it. A subclass that places differently (its own
+        place_order) is asked one order at a time.
+        """
+        answers: dict[int, BrokerOrder | Exception] = {}
+        booked = [i for i, (broker, _) in enumerate(items) if type(broker).place_order is PaperBroker.place_order]
+        others = [i for i in range(len(items)) if i not in set(booked)]
+
+        async def one(i: int) -> None:
+            broker, request = items[i]
+            try:
+                answers[i] = await broker.place_order(request)
+            except Exception as exc:
+                answers[i] = exc
+
+        async def together() -> None:
+            latency_s = max(items[i][0]._latency_s for i in booked)
+            if latency_s:
+                await items[booked[0]][0]._sleep(latency_s)
+            placed = await in_db_thread(paper_place_many)(
+                [(items[i][0].exchange.account_key, items[i][1], items[i][0].exchange._clock_ns()) for i in booked]
+            )
+            for i, answer in zip(booked, placed):
+                broker, request = items[i]
+                if broker._on_place is not None and isinstance(answer, BrokerOrder):
+                    broker._on_place(request.symbol)
+                answers[i] = answer
+
+        await asyncio.gather(*([together()] if booked else []), *(one(i) for i in others))
+        return [answers[i] for i in range(len(items))]
 
     async def cancel_order(self, *, client_order_id: str, exchange_order_id: str, symbol: str) -> BrokerOrder:
         await self._latency()
