@@ -40,24 +40,11 @@ run: demo
 	$(BIN)/python manage.py runsite --host $(HOST) --port $(PORT)
 
 # Style, types and import contracts; configuration in pyproject.toml.
-# LINT_MERGED=0 until the restructuring branches are merged and the tree has had its one-time
-# `ruff check --fix .` and `ruff format .`: ruff then leaves aside the rules that pass rewrites
-# (RUFF_FIXED_ON_MERGE) and the format check, and the import contracts are the current
-# tree's (importlinter-premerge.ini). LINT_MERGED=1: everything, against the target layout.
-LINT_MERGED ?= 0
-RUFF_FIXED_ON_MERGE := I001,UP035,UP017,UP037,UP041,UP045,RUF100,RUF023,RUF021,F401,C420,SIM300
-
 lint: install-dev
-ifeq ($(LINT_MERGED),1)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
-else
-	$(BIN)/ruff check --extend-ignore $(RUFF_FIXED_ON_MERGE) .
-	$(BIN)/mypy
-	$(BIN)/lint-imports --no-logo --no-cache --config importlinter-premerge.ini
-endif
 
 # Exit code 5 means pytest collected nothing: that is a failure here, never a pass.
 test: install-dev lint

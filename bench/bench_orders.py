@@ -21,6 +21,7 @@ Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
 Run: .venv/bin/python bench/bench_orders.py   (prints figures; asserts nothing about time)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,6 @@ use_bench_database()
 DB_THREADS = int(os.environ.get("BENCH_DB_THREADS", "0"))  # 0: the loop's default pool
 
 
-
 def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list[list[tuple[int, str]]]:
     """Create `accounts` paper accounts, each trading its own strategies; return (strategy id, symbol) per account.
 
@@ -56,11 +56,15 @@ def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list
     from orders.models import Account, TradeSetting
     from processor.models import Strategy
 
-    feed, _ = Feed.objects.get_or_create(name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
+    feed, _ = Feed.objects.get_or_create(
+        name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED}
+    )
     symbols = [f"BENCH{i}" for i in range(strategies_per_account)]
     for symbol in symbols:
         Instrument.objects.get_or_create(
-            feed=feed, venue_symbol=symbol, defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
+            feed=feed,
+            venue_symbol=symbol,
+            defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")},
         )
     result = []
     for n in range(accounts):
@@ -89,14 +93,21 @@ def _make_shared(run: str, accounts: int, strategies: int) -> list[tuple[int, st
     from orders.models import Account, TradeSetting
     from processor.models import Strategy
 
-    feed, _ = Feed.objects.get_or_create(name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED})
+    feed, _ = Feed.objects.get_or_create(
+        name="bench-orders", defaults={"venue": "simulated", "market_type": MarketType.SIMULATED}
+    )
     symbols = [f"BENCH{i}" for i in range(strategies)]
     for symbol in symbols:
         Instrument.objects.get_or_create(
-            feed=feed, venue_symbol=symbol, defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")}
+            feed=feed,
+            venue_symbol=symbol,
+            defaults={"symbol": symbol, "tick_size": Decimal("0.1"), "lot_size": Decimal("0.001")},
         )
     shared = Strategy.objects.bulk_create(
-        [Strategy(name=f"b{run}-shared-{i}", kind="ema", params={"timeframe_s": 60, "fast": 3, "slow": 5}) for i in range(strategies)]
+        [
+            Strategy(name=f"b{run}-shared-{i}", kind="ema", params={"timeframe_s": 60, "fast": 3, "slow": 5})
+            for i in range(strategies)
+        ]
     )
     for n in range(accounts):
         user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
@@ -113,9 +124,15 @@ def _signal(strategy_id: int, symbol: str, n: int):  # type: ignore[no-untyped-d
     from processor.signals import Signal, SignalKind
 
     return Signal(
-        strategy_id=strategy_id, strategy_name=f"s{strategy_id}", feed="bench-orders", symbol=symbol,
-        kind=SignalKind.ENTRY_LONG, price=parse_fixed("50000"), emitted_ns=time.time_ns(),
-        occurrence_ns=1_764_460_800_000_000_000 + n, output_id=f"bench-{n}",
+        strategy_id=strategy_id,
+        strategy_name=f"s{strategy_id}",
+        feed="bench-orders",
+        symbol=symbol,
+        kind=SignalKind.ENTRY_LONG,
+        price=parse_fixed("50000"),
+        emitted_ns=time.time_ns(),
+        occurrence_ns=1_764_460_800_000_000_000 + n,
+        output_id=f"bench-{n}",
     )
 
 
@@ -226,7 +243,7 @@ class Measured:
     def __init__(self, trips: RoundTrips) -> None:
         self.trips = trips
 
-    def __enter__(self) -> "Measured":
+    def __enter__(self) -> Measured:
         self.statements, self.commits = self.trips.statements, self.trips.commits
         self.cpu = time.process_time()
         return self
@@ -237,8 +254,10 @@ class Measured:
         self.cpu = time.process_time() - self.cpu
 
     def per_entry(self, entries: int) -> str:
-        return (f"{self.statements / entries:.1f} statements and {self.commits / entries:.2f} commits per entry; "
-                f"{self.cpu * 1000 / entries:.2f} ms of this process's CPU per entry")
+        return (
+            f"{self.statements / entries:.1f} statements and {self.commits / entries:.2f} commits per entry; "
+            f"{self.cpu * 1000 / entries:.2f} ms of this process's CPU per entry"
+        )
 
 
 def _bare_unit(conn, statements: int, commits: int) -> None:  # type: ignore[no-untyped-def]
@@ -337,32 +356,44 @@ def main() -> None:
     statements, commits = round(one.statements / len(samples)), round(one.commits / len(samples))
     bare, _ = _bare_psycopg(url, statements, commits, len(samples), 1)
     bare_q = statistics.quantiles(bare, n=100)
-    print(f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
-          f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time")
+    print(
+        f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
+        f"p50 {bare_q[49]:.1f} ms, p99 {bare_q[98]:.1f} ms one at a time"
+    )
 
     with Measured(trips) as fan:
         elapsed = asyncio.run(_throughput(_fanout_signals(shared_ids), entries))
-    print(f"entries across {args.accounts} accounts, each signal on all {args.accounts} (fan-out): "
-          f"{entries / elapsed:,.0f} entries/s ({entries} entries from {len(shared_ids)} signals in {elapsed:.2f} s; "
-          f"{fan.per_entry(entries)})")
+    print(
+        f"entries across {args.accounts} accounts, each signal on all {args.accounts} (fan-out): "
+        f"{entries / elapsed:,.0f} entries/s ({entries} entries from {len(shared_ids)} signals in {elapsed:.2f} s; "
+        f"{fan.per_entry(entries)})"
+    )
     per_signal_statements = round(fan.statements / len(shared_ids))
     per_signal_commits = round(fan.commits / len(shared_ids))
     units = max(len(shared_ids), 40)
     _, bare_rate = _bare_psycopg(url, per_signal_statements, per_signal_commits, units, min(args.accounts, units))
-    print(f"  bare psycopg loop, the same {per_signal_statements} statements and {per_signal_commits} commits per "
-          f"signal of {args.accounts} entries: {bare_rate * args.accounts:,.0f} entries/s on {min(args.accounts, units)} connections")
+    print(
+        f"  bare psycopg loop, the same {per_signal_statements} statements and {per_signal_commits} commits per "
+        f"signal of {args.accounts} entries: {bare_rate * args.accounts:,.0f} entries/s on {min(args.accounts, units)} connections"
+    )
 
     with Measured(trips) as own:
         elapsed = asyncio.run(_throughput(_own_signals(own_ids), entries))
-    print(f"entries across {args.accounts} accounts, each signal on one account: {entries / elapsed:,.0f} entries/s "
-          f"({entries} entries in {elapsed:.2f} s; {own.per_entry(entries)})")
+    print(
+        f"entries across {args.accounts} accounts, each signal on one account: {entries / elapsed:,.0f} entries/s "
+        f"({entries} entries in {elapsed:.2f} s; {own.per_entry(entries)})"
+    )
     statements, commits = round(own.statements / entries), round(own.commits / entries)
     _, bare_rate = _bare_psycopg(url, statements, commits, entries, args.accounts)
-    print(f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
-          f"{bare_rate:,.0f} entries/s on {args.accounts} connections")
+    print(
+        f"  bare psycopg loop, the same {statements} statements and {commits} commits per entry: "
+        f"{bare_rate:,.0f} entries/s on {args.accounts} connections"
+    )
 
     floor = statistics.quantiles(_commit_floor(url, len(samples)), n=100)
-    print(f"bare psycopg insert + commit (the server's durable-commit floor): p50 {floor[49]:.2f} ms, p99 {floor[98]:.2f} ms")
+    print(
+        f"bare psycopg insert + commit (the server's durable-commit floor): p50 {floor[49]:.2f} ms, p99 {floor[98]:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

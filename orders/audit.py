@@ -1,10 +1,12 @@
 """The audit trail writer: structured rows plus one log line per event."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from orders.models import AuditEvent
 
@@ -72,8 +74,15 @@ def audit_record_many(events: Sequence[dict[str, Any]]) -> None:
         message = event.get("message", "")
         if logging_info:
             log.info("orders %s: account=%s order=%s %s", event["event"], event["account_id"], cid, message)
-        rows.append((
-            event["event"], event["account_id"], event.get("strategy_id"), cid, message[:500],
-            event.get("details") or {}, now,
-        ))
+        rows.append(
+            (
+                event["event"],
+                event["account_id"],
+                event.get("strategy_id"),
+                cid,
+                message[:500],
+                event.get("details") or {},
+                now,
+            )
+        )
     insert_rows(AuditEvent, _COLUMNS, rows)

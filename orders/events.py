@@ -8,20 +8,22 @@ loop are sent one after another in commit order, so a dashboard never sees a lat
 state of an order or signal before an earlier one. Elsewhere (a view, a task) the
 push is sent in place.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from orders.db import CALLER_LOOP
 from core.push_groups import user_group
+from orders.db import CALLER_LOOP
 
 log = logging.getLogger(__name__)
 

@@ -12,17 +12,19 @@ Every signal ends in exactly one recorded outcome per account
 (orders.outcomes.signal_outcome_record): placed with its order, or not traded with the
 reason. A missing trade setting or a broker failure never reaches the processor.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Optional
+from typing import Any
 
-
+from core.health import HealthBoard, Status
 from orders import lifecycle, selectors
 from orders.audit import audit_record
 from orders.brokers.base import (
@@ -50,7 +52,6 @@ from orders.outcomes import Decision, outcome_counter, signal_outcome_record, si
 from orders.plans import TradePlan, plans_for_signal, signal_key
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
-from core.health import HealthBoard, Status
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def _no_hook(step: str) -> None:
 # Why new entries on an account must not be placed now (a kill switch), or None. Exits
 # are never gated: positions must always be able to close. Injected by the wiring, so
 # orders does not depend on the app that owns the switches.
-EntryGate = Callable[[int], Optional[str]]
+EntryGate = Callable[[int], str | None]
 
 
 def _never_halted(account_id: int) -> str | None:
@@ -225,9 +226,13 @@ class TradeExecutor:
         )
         self.stop_report = report
         if report.clean:
-            self._report(Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped")
+            self._report(
+                Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped"
+            )
         else:
-            log.warning("orders executor: stopped with %d signals unfinished: %s", len(report.unfinished), report.unfinished)
+            log.warning(
+                "orders executor: stopped with %d signals unfinished: %s", len(report.unfinished), report.unfinished
+            )
             self._report(
                 Status.DEGRADED,
                 f"stopped with {len(report.unfinished)} signals unfinished (reconciled at the next start): "
@@ -240,7 +245,11 @@ class TradeExecutor:
             plans = await in_db_thread(plans_for_signal)(signal)
             for account_id in [plan.account_id for plan in plans] or [None]:
                 await self._record(
-                    signal, account_id, Outcome.STOPPED, "arrived after the runtime began to stop", entry=signal.is_entry
+                    signal,
+                    account_id,
+                    Outcome.STOPPED,
+                    "arrived after the runtime began to stop",
+                    entry=signal.is_entry,
                 )
         except Exception:
             log.exception("orders executor: could not record stopped signal %s", signal_key(signal))
@@ -275,8 +284,11 @@ class TradeExecutor:
             if not plans:
                 return [
                     await self._record(
-                        signal, None, Outcome.NO_TRADE_SETTING,
-                        "no enabled trade setting (or unknown instrument)", entry=signal.is_entry,
+                        signal,
+                        None,
+                        Outcome.NO_TRADE_SETTING,
+                        "no enabled trade setting (or unknown instrument)",
+                        entry=signal.is_entry,
                     )
                 ]
             grouped: list[TradePlan] = []
@@ -301,7 +313,7 @@ class TradeExecutor:
             self._tails[key] = task  # type: ignore[assignment]
 
             def forget(done: asyncio.Task[list[str]], key: tuple[int, int, str] = key) -> None:
-                if self._tails.get(key) is done:
+                if self._tails.get(key) is done:  # type: ignore[comparison-overlap]  # the tail is this group's task
                     self._tails.pop(key, None)
 
             task.add_done_callback(forget)
@@ -334,14 +346,20 @@ class TradeExecutor:
             log.exception("orders executor: signal %s failed on account %s", signal_key(signal), plan.account_id)
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
             return await self._record(
-                signal, plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}",
-                client_order_id=attempt.client_order_id, entry=entry,
+                signal,
+                plan.account_id,
+                Outcome.FAILED,
+                f"unexpected error: {exc!r}",
+                client_order_id=attempt.client_order_id,
+                entry=entry,
             )
 
     # ---- entry ------------------------------------------------------------------------
 
     async def _entry(self, signal: Signal, plan: TradePlan, attempt: _Attempt) -> str:
-        cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal))
+        cid = client_order_id(
+            prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal)
+        )
         attempt.client_order_id = cid
 
         async def decide(outcome: Outcome, reason: str = "") -> str:
@@ -431,8 +449,12 @@ class TradeExecutor:
             for member in members:
                 if member.outcome is None and member.solo is None:
                     member.outcome = await self._record(
-                        signal, member.plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}",
-                        client_order_id=member.cid, entry=True,
+                        signal,
+                        member.plan.account_id,
+                        Outcome.FAILED,
+                        f"unexpected error: {exc!r}",
+                        client_order_id=member.cid,
+                        entry=True,
                     )
         outcomes = []
         for member in members:
@@ -461,7 +483,9 @@ class TradeExecutor:
         try:
             for member in members:
                 plan = member.plan
-                member.cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=key)
+                member.cid = client_order_id(
+                    prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=key
+                )
                 if plan.metadata_missing:
                     member.refuse(refusals, Outcome.NO_METADATA, plan.metadata_missing)
                     continue
@@ -505,7 +529,9 @@ class TradeExecutor:
                 else:
                     decisions.append(Decision(spec.account_id, reason.outcome, reason.reason, spec.client_order_id))
             for spec, exc in batch.insufficient:
-                decisions.append(Decision(spec.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), spec.client_order_id))
+                decisions.append(
+                    Decision(spec.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), spec.client_order_id)
+                )
             signal_outcomes_record_many(signal=signal, decisions=decisions)
 
         def reserve() -> lifecycle.EntryBatch:
@@ -524,7 +550,9 @@ class TradeExecutor:
             batch = await in_db_thread(reserve)()
         except Exception:
             # Nothing of the group was committed: every account runs its own flow.
-            log.warning("orders executor: entry group of %s failed; each account on its own", signal_key(signal), exc_info=True)
+            log.warning(
+                "orders executor: entry group of %s failed; each account on its own", signal_key(signal), exc_info=True
+            )
             for member in members:
                 member.give_back_local()
                 member.outcome = None
@@ -595,10 +623,13 @@ class TradeExecutor:
             )
             self._step("before_commit")
 
+        def release_leases() -> None:
+            locks_release_many(leases=[m.lease() for m, _ in acked])
+
         def persist() -> list[str]:
             return lifecycle.lifecycle_persist_many(
                 orders=[lifecycle.Acknowledged(ack, m.plan.account_id, m.plan.owner_id) for m, ack in acked],
-                on_begin=lambda: locks_release_many(leases=[m.lease() for m, _ in acked]),
+                on_begin=release_leases,
                 before_commit=before_commit,
             )
 
@@ -606,8 +637,11 @@ class TradeExecutor:
             persisted = set(await in_db_thread(persist)())
         except Exception:
             # Rolled back as a whole: each lifecycle is persisted in its own transaction.
-            log.warning("orders executor: persisting the entry group of %s failed; each account on its own",
-                        signal_key(signal), exc_info=True)
+            log.warning(
+                "orders executor: persisting the entry group of %s failed; each account on its own",
+                signal_key(signal),
+                exc_info=True,
+            )
             await asyncio.gather(*(self._group_persist_one(signal, m, ack) for m, ack in acked))
             return
         now_ns = self._clock_ns()
@@ -618,8 +652,12 @@ class TradeExecutor:
                 member.outcome = self._count(Outcome.PLACED, entry=True)
             else:  # persisted before (adopted by reconciliation meanwhile)
                 member.outcome = await self._record(
-                    signal, member.plan.account_id, Outcome.PLACED, f"exchange order {ack.exchange_order_id}",
-                    client_order_id=member.cid, entry=True,
+                    signal,
+                    member.plan.account_id,
+                    Outcome.PLACED,
+                    f"exchange order {ack.exchange_order_id}",
+                    client_order_id=member.cid,
+                    entry=True,
                 )
         self._report(Status.HEALTHY, f"last order {acked[-1][0].cid} acknowledged")
 
@@ -641,7 +679,7 @@ class TradeExecutor:
             items = [(created[i].broker, created[i].request) for i in indexes]
             try:
                 results = await asyncio.wait_for(kind.place_batch(items), self.config.broker_timeout_s)  # type: ignore[attr-defined]
-            except (asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, OSError) as exc:
                 results = [BrokerUnavailable(f"place {created[i].cid}: {exc!r}") for i in indexes]
             except Exception as exc:
                 results = [exc for _ in indexes]
@@ -658,7 +696,9 @@ class TradeExecutor:
             except Exception as exc:
                 answers[i] = exc
 
-        await asyncio.gather(*(batch(kind, indexes) for kind, indexes in batches.items()), *(single(i) for i in singles))
+        await asyncio.gather(
+            *(batch(kind, indexes) for kind, indexes in batches.items()), *(single(i) for i in singles)
+        )
         elapsed = time.monotonic() - started
         for member in created:
             _broker_latency(member.broker.name if member.broker else "").observe(elapsed)
@@ -672,7 +712,7 @@ class TradeExecutor:
                 member.broker.fetch_order(client_order_id=member.cid, symbol=member.request.symbol),
                 self.config.broker_timeout_s,
             )
-        except (asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             return BrokerUnavailable(f"place {member.cid}: {exc!r}")
         except Exception as exc:
             return exc
@@ -684,7 +724,9 @@ class TradeExecutor:
         try:
             if isinstance(error, BrokerRejected):
                 await in_db_thread(lifecycle.intent_abandon)(client_order_id=cid, reason=str(error))
-                member.outcome = await self._record(signal, account_id, Outcome.BROKER_REJECTED, str(error), client_order_id=cid)
+                member.outcome = await self._record(
+                    signal, account_id, Outcome.BROKER_REJECTED, str(error), client_order_id=cid
+                )
             elif isinstance(error, BrokerUnavailable):
                 # Unknown outcome: the intent keeps its reservation until its resolution.
                 await in_db_thread(lifecycle.intent_mark_unresolved)(client_order_id=cid)
@@ -708,7 +750,13 @@ class TradeExecutor:
     async def _group_persist_one(self, signal: Signal, member: _Member, ack: BrokerOrder) -> None:
         """One account's lifecycle in its own transaction, after the group's failed."""
         assert member.spec is not None and member.broker is not None
-        lease = _Lease(member.plan.account_id, entry_scope(member.plan.instrument_id), member.owner, self.config.lock_ttl_s, held=True)
+        lease = _Lease(
+            member.plan.account_id,
+            entry_scope(member.plan.instrument_id),
+            member.owner,
+            self.config.lock_ttl_s,
+            held=True,
+        )
         try:
             member.outcome = await self._persist(signal, member.plan, member.spec, ack, entry=True, lease=lease)
         except Exception as exc:
@@ -765,8 +813,12 @@ class TradeExecutor:
                 next_delay_s = await self._backoff(deadline, delay_s, cap_s=0.5)
                 if next_delay_s is None:
                     return await self._record(
-                        signal, plan.account_id, Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL",
-                        client_order_id=cid, entry=True,
+                        signal,
+                        plan.account_id,
+                        Outcome.LOCK_TIMEOUT,
+                        "the entry lease stayed held past its TTL",
+                        client_order_id=cid,
+                        entry=True,
                     )
                 delay_s = next_delay_s
             if intent is None:
@@ -854,7 +906,14 @@ class TradeExecutor:
                 await in_db_thread(lock_release)(account_id=plan.account_id, scope=scope, owner=owner)
 
     async def _place_and_persist(
-        self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker, *, entry: bool, lease: _Lease | None = None
+        self,
+        signal: Signal,
+        plan: TradePlan,
+        spec: IntentSpec,
+        broker: Broker,
+        *,
+        entry: bool,
+        lease: _Lease | None = None,
     ) -> str:
         cid = spec.client_order_id
 
@@ -880,7 +939,13 @@ class TradeExecutor:
         return await self._persist(signal, plan, spec, acknowledged, entry=entry, lease=lease)
 
     async def _persist(
-        self, signal: Signal, plan: TradePlan, spec: IntentSpec, acknowledged: BrokerOrder, *, entry: bool,
+        self,
+        signal: Signal,
+        plan: TradePlan,
+        spec: IntentSpec,
+        acknowledged: BrokerOrder,
+        *,
+        entry: bool,
         lease: _Lease | None,
     ) -> str:
         """Persist one acknowledged order's lifecycle with its `placed` outcome (and the lease release)."""
@@ -918,14 +983,16 @@ class TradeExecutor:
                 broker.fetch_order(client_order_id=request.client_order_id, symbol=request.symbol),
                 self.config.broker_timeout_s,
             )
-        except (asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise BrokerUnavailable(f"place {request.client_order_id}: {exc!r}") from exc
 
     # ---- exit -------------------------------------------------------------------------
 
     async def _exit(self, signal: Signal, plan: TradePlan, attempt: _Attempt) -> str:
         position_side = POSITION_OF[signal.kind]
-        cid = client_order_id(prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal))
+        cid = client_order_id(
+            prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=signal_key(signal)
+        )
         attempt.client_order_id = cid
 
         async def decide(outcome: Outcome, reason: str = "") -> str:
@@ -940,7 +1007,9 @@ class TradeExecutor:
             if not leased:
                 return await decide(Outcome.LOCK_TIMEOUT, "the entry lease stayed held past its TTL")
             working = await in_db_thread(selectors.working_entries)(
-                account_id=plan.account_id, instrument_id=plan.instrument_id, strategy_id=plan.strategy_id,
+                account_id=plan.account_id,
+                instrument_id=plan.instrument_id,
+                strategy_id=plan.strategy_id,
                 position_side=position_side,
             )
             for order in working:
@@ -1171,7 +1240,8 @@ def _entry_blocked(spec: IntentSpec, state: selectors.EntryState) -> EntryBlocke
     if position is not None:
         if position.strategy_id != spec.strategy_id:
             return EntryBlocked(
-                Outcome.POSITION_OPEN, f"another strategy ({position.strategy_id}) holds a {position.side} position here"
+                Outcome.POSITION_OPEN,
+                f"another strategy ({position.strategy_id}) holds a {position.side} position here",
             )
         if position.side != spec.position_side and selectors.exit_working(
             account_id=spec.account_id, instrument_id=spec.instrument_id, position=position

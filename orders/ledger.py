@@ -6,11 +6,13 @@ lock: take it with `ledger_lock` inside `transaction.atomic()` before anything e
 the account (lock order: ledger, then intent/order, then position). On SQLite
 `select_for_update` is a no-op and IMMEDIATE transactions serialize writers instead.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Sum
@@ -178,7 +180,12 @@ def ledger_exit_fill(
     )
     if unabsorbed:
         CAPITAL_INVARIANT_VIOLATIONS.inc()
-        log.error("ledger account %s: exit fill %s loss exceeds capital by %s", ledger.account_id, exchange_trade_id, unabsorbed)
+        log.error(
+            "ledger account %s: exit fill %s loss exceeds capital by %s",
+            ledger.account_id,
+            exchange_trade_id,
+            unabsorbed,
+        )
     return unabsorbed
 
 
@@ -232,7 +239,10 @@ def _ledger_check_snapshot(account_id: int) -> InvariantReport:
             problems.append(f"{field} {getattr(ledger, field)} != journal {sums[key] or 0}")
     held_by_orders = int(Order.objects.filter(account_id=account_id).aggregate(s=Sum("reserved"))["s"] or 0)
     held_by_intents = int(
-        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).aggregate(s=Sum("reserved"))["s"] or 0
+        OrderIntent.objects.filter(account_id=account_id, state=OrderIntent.State.PENDING).aggregate(s=Sum("reserved"))[
+            "s"
+        ]
+        or 0
     )
     if held_by_orders + held_by_intents != ledger.reserved_for_orders:
         problems.append(
@@ -298,10 +308,10 @@ def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]
             f"FROM unnest(%s::bigint[], %s::numeric(38,0)[]) AS v(account_id, amount) "
             f"WHERE {ledger}.account_id = v.account_id AND {fits} >= v.amount RETURNING {ledger}.account_id"
         )
-        params: list[object] = [stamp, accounts, [amount for _, amount, _ in reservations]]
+        params: list[Any] = [stamp, accounts, [amount for _, amount, _ in reservations]]
     else:
         amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
-        case_params: list[object] = []
+        case_params: list[Any] = []
         for account_id, amount, _ in reservations:
             case_params += [account_id, amount]
         sql = (
@@ -325,6 +335,14 @@ def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]
 
 
 _ENTRY_COLUMNS = (
-    "account_id", "kind", "delta_allocated", "delta_reserved_for_orders", "delta_reserved_for_positions",
-    "delta_realized_pnl", "client_order_id", "exchange_trade_id", "reason", "created_at",
+    "account_id",
+    "kind",
+    "delta_allocated",
+    "delta_reserved_for_orders",
+    "delta_reserved_for_positions",
+    "delta_realized_pnl",
+    "client_order_id",
+    "exchange_trade_id",
+    "reason",
+    "created_at",
 )

@@ -5,17 +5,19 @@ raw status patch). Each handler is one durable transaction that locks the
 account's ledger row first, then the intent/order, then the position, and is
 idempotent: persisting an order twice, or applying the same fill twice, is a no-op.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from feeds.market import fixed_from_decimal
 from core.fixed_point import fixed_to_str
+from feeds.market import fixed_from_decimal
 from feeds.models import Instrument
 from orders import ledger as ledger_service
 from orders.audit import audit_batch, audit_record, audit_record_many
@@ -25,7 +27,7 @@ from orders.locks import entry_scope, locks_acquire_many, locks_release_many
 from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, OrderStatus, Position
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
-from orders.rows import any_of, for_update, insert_rows, table
+from orders.rows import any_of, insert_rows, table
 
 T = TypeVar("T")
 ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
@@ -109,9 +111,22 @@ class EntryBatch:
 
 
 _INTENT_COLUMNS = (
-    "client_order_id", "account_id", "strategy_id", "instrument_id", "intent", "position_side", "side",
-    "order_type", "quantity", "price", "reserved", "state", "signal_kind", "signal_output_id",
-    "created_at", "updated_at",
+    "client_order_id",
+    "account_id",
+    "strategy_id",
+    "instrument_id",
+    "intent",
+    "position_side",
+    "side",
+    "order_type",
+    "quantity",
+    "price",
+    "reserved",
+    "state",
+    "signal_kind",
+    "signal_output_id",
+    "created_at",
+    "updated_at",
 )
 
 
@@ -142,7 +157,7 @@ def entry_intents_create(
             for spec in specs
         }
         taken = locks_acquire_many(leases=list(leases.values()), ttl_s=lease_ttl_s)
-        contenders = []
+        contenders: list[IntentSpec] = []
         for spec in specs:
             (contenders if leases[spec.client_order_id][2] in taken else batch.held).append(spec)
         available = ledger_service.ledgers_lock(account_ids=[spec.account_id for spec in contenders])
@@ -154,7 +169,10 @@ def entry_intents_create(
                 batch.refused.append((spec, reason))
             elif spec.reserve > available[spec.account_id]:
                 batch.insufficient.append(
-                    (spec, ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]))
+                    (
+                        spec,
+                        ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]),
+                    )
                 )
             else:
                 fitting.append(spec)
@@ -166,7 +184,10 @@ def entry_intents_create(
                 batch.created.append(spec)
             else:  # the statement's own condition refused it
                 batch.insufficient.append(
-                    (spec, ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]))
+                    (
+                        spec,
+                        ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]),
+                    )
                 )
         now = timezone.now()
         insert_rows(
@@ -174,9 +195,22 @@ def entry_intents_create(
             _INTENT_COLUMNS,
             [
                 (
-                    spec.client_order_id, spec.account_id, spec.strategy_id, spec.instrument_id, spec.intent,
-                    spec.position_side, spec.side, spec.order_type, spec.quantity, spec.price, spec.reserve,
-                    OrderIntent.State.PENDING, spec.signal_kind, spec.signal_output_id, now, now,
+                    spec.client_order_id,
+                    spec.account_id,
+                    spec.strategy_id,
+                    spec.instrument_id,
+                    spec.intent,
+                    spec.position_side,
+                    spec.side,
+                    spec.order_type,
+                    spec.quantity,
+                    spec.price,
+                    spec.reserve,
+                    OrderIntent.State.PENDING,
+                    spec.signal_kind,
+                    spec.signal_output_id,
+                    now,
+                    now,
                 )
                 for spec in batch.created
             ],
@@ -368,14 +402,38 @@ def lifecycle_persist(
     return order
 
 
-
 _ORDER_COLUMNS = (
-    "client_order_id", "exchange_order_id", "intent_row_id", "account_id", "strategy_id", "instrument_id",
-    "position_id", "intent", "side", "order_type", "quantity", "price", "status", "filled_quantity",
-    "filled_notional", "reserved", "reserve_released", "via_reconciliation", "created_at", "updated_at",
+    "client_order_id",
+    "exchange_order_id",
+    "intent_row_id",
+    "account_id",
+    "strategy_id",
+    "instrument_id",
+    "position_id",
+    "intent",
+    "side",
+    "order_type",
+    "quantity",
+    "price",
+    "status",
+    "filled_quantity",
+    "filled_notional",
+    "reserved",
+    "reserve_released",
+    "via_reconciliation",
+    "created_at",
+    "updated_at",
 )
 _POSITION_COLUMNS = (
-    "account_id", "strategy_id", "instrument_id", "side", "quantity", "cost", "locked", "realized_pnl", "state",
+    "account_id",
+    "strategy_id",
+    "instrument_id",
+    "side",
+    "quantity",
+    "cost",
+    "locked",
+    "realized_pnl",
+    "state",
     "opened_at",
 )
 
@@ -429,32 +487,36 @@ def lifecycle_persist_many(
                     persisted.append(ack.broker_order.client_order_id)
         if simple:
             persisted.extend(_persist_entries(simple, by_cid))
-            audit_record_many([
-                {
-                    "event": "entry.placed",
-                    "account_id": row[2],
-                    "strategy_id": row[3],
-                    "client_order_id": row[1],
-                    "message": f"exchange order {by_cid[row[1]].broker_order.exchange_order_id}",
-                }
-                for row in simple
-            ])
-            push_trade_events_on_commit([
-                (
-                    by_cid[row[1]].owner_id,
+            audit_record_many(
+                [
                     {
-                        "event": "order",
+                        "event": "entry.placed",
                         "account_id": row[2],
+                        "strategy_id": row[3],
                         "client_order_id": row[1],
-                        "intent": row[5],
-                        "side": row[7],
-                        "status": _order_status(by_cid[row[1]].broker_order),
-                        "quantity": fixed_to_str(int(row[9])),
-                        "filled_quantity": fixed_to_str(0),
-                    },
-                )
-                for row in simple
-            ])
+                        "message": f"exchange order {by_cid[row[1]].broker_order.exchange_order_id}",
+                    }
+                    for row in simple
+                ]
+            )
+            push_trade_events_on_commit(
+                [
+                    (
+                        by_cid[row[1]].owner_id,
+                        {
+                            "event": "order",
+                            "account_id": row[2],
+                            "client_order_id": row[1],
+                            "intent": row[5],
+                            "side": row[7],
+                            "status": _order_status(by_cid[row[1]].broker_order),
+                            "quantity": fixed_to_str(int(row[9])),
+                            "filled_quantity": fixed_to_str(0),
+                        },
+                    )
+                    for row in simple
+                ]
+            )
         if before_commit is not None:
             before_commit(persisted)
     return persisted
@@ -476,8 +538,11 @@ def _entries_hand_over(cids: list[str]) -> list[tuple[Any, ...]]:
             f"RETURNING id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
             f"order_type, quantity, price, reserved",
             [
-                OrderIntent.State.PLACED, connection.ops.adapt_datetimefield_value(timezone.now()), *params,
-                OrderIntent.State.PENDING, Intent.ENTRY,
+                OrderIntent.State.PLACED,
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                *params,
+                OrderIntent.State.PENDING,
+                Intent.ENTRY,
             ],
         )
         return sorted(cursor.fetchall())
@@ -490,9 +555,11 @@ def _order_status(broker_order: BrokerOrder) -> str:
 def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowledged]) -> list[str]:
     """The set-based part of lifecycle_persist_many: positions seeded or found, then the orders."""
     now = timezone.now()
-    seeds = {}
+    seeds: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
     for row in simple:
-        seeds.setdefault((row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now))
+        seeds.setdefault(
+            (row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now)
+        )
     # A new position per (account, instrument, strategy), unless one is open already
     # (the partial unique index of open positions), which is then locked and used.
     positions = {
@@ -509,7 +576,12 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
         if (account_id, instrument_id, strategy_id) not in positions:
             positions[(account_id, instrument_id, strategy_id)] = (
                 Position.objects.select_for_update()
-                .filter(account_id=account_id, instrument_id=instrument_id, strategy_id=strategy_id, state=Position.State.OPEN)
+                .filter(
+                    account_id=account_id,
+                    instrument_id=instrument_id,
+                    strategy_id=strategy_id,
+                    state=Position.State.OPEN,
+                )
                 .values_list("pk", flat=True)
                 .get()
             )
@@ -518,14 +590,32 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
         _ORDER_COLUMNS,
         [
             (
-                row[1], by_cid[row[1]].broker_order.exchange_order_id, row[0], row[2], row[3], row[4],
-                positions[(row[2], row[4], row[3])], row[5], row[7], row[8], int(row[9]), int(row[10]),
-                _order_status(by_cid[row[1]].broker_order), 0, 0, int(row[11]), 0, False, now, now,
+                row[1],
+                by_cid[row[1]].broker_order.exchange_order_id,
+                row[0],
+                row[2],
+                row[3],
+                row[4],
+                positions[(row[2], row[4], row[3])],
+                row[5],
+                row[7],
+                row[8],
+                int(row[9]),
+                int(row[10]),
+                _order_status(by_cid[row[1]].broker_order),
+                0,
+                0,
+                int(row[11]),
+                0,
+                False,
+                now,
+                now,
             )
             for row in simple
         ],
     )
     return [row[1] for row in simple]
+
 
 def _persist_locked(
     broker_order: BrokerOrder, *, via_reconciliation: bool, account_id: int | None, owner_id: int | None
@@ -630,7 +720,10 @@ def lifecycle_apply_fill(*, account_id: int, fill: BrokerFill, via_reconciliatio
             .filter(account_id=account_id, exchange_order_id=fill.exchange_order_id)
             .first()
         )
-        if order is None or Fill.objects.filter(account_id=account_id, exchange_trade_id=fill.exchange_trade_id).exists():
+        if (
+            order is None
+            or Fill.objects.filter(account_id=account_id, exchange_trade_id=fill.exchange_trade_id).exists()
+        ):
             return False
         position = Position.objects.select_for_update().get(pk=order.position_id)
         quantity = min(fill.quantity, order.quantity - order.filled_quantity)
@@ -654,8 +747,12 @@ def lifecycle_apply_fill(*, account_id: int, fill: BrokerFill, via_reconciliatio
         order.filled_quantity += quantity
         order.filled_notional += value
         if order.status not in TERMINAL_STATUSES:
-            order.status = OrderStatus.FILLED if order.filled_quantity == order.quantity else OrderStatus.PARTIALLY_FILLED
-        order.save(update_fields=["filled_quantity", "filled_notional", "status", "reserved", "reserve_released", "updated_at"])
+            order.status = (
+                OrderStatus.FILLED if order.filled_quantity == order.quantity else OrderStatus.PARTIALLY_FILLED
+            )
+        order.save(
+            update_fields=["filled_quantity", "filled_notional", "status", "reserved", "reserve_released", "updated_at"]
+        )
         audit_record(
             event=f"{order.intent.lower()}.fill",
             account_id=account_id,
@@ -741,7 +838,10 @@ def lifecycle_order_update(*, account_id: int, broker_order: BrokerOrder, via_re
             return False
         if broker_order.status in ENDED_WITHOUT_FILLING:
             _end_order(ledger, order, broker_order.status, via_reconciliation=via_reconciliation)
-        elif broker_order.status in (OrderStatus.SUBMITTED, OrderStatus.PARTIALLY_FILLED) and order.status == OrderStatus.NEW:
+        elif (
+            broker_order.status in (OrderStatus.SUBMITTED, OrderStatus.PARTIALLY_FILLED)
+            and order.status == OrderStatus.NEW
+        ):
             order.status = OrderStatus.SUBMITTED
             order.save(update_fields=["status", "updated_at"])
         else:

@@ -6,12 +6,13 @@ autocommit, so a lease is visible to other processes at once; the executor takes
 inside its reserve transaction instead, so the lease commits with the reservation.
 A lease that outlives its holder (a killed process) frees itself at `expires_at`.
 """
+
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Callable, Sequence
 
 from django.db import connection
 from django.utils import timezone

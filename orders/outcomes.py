@@ -7,14 +7,15 @@ exit filled, an unknown outcome resolved) replaces the earlier one. Each decisio
 also pushed, after commit, to the dashboards of the users who may see it (the account's
 owner; for a signal that reached no account, everyone whose accounts trade the strategy).
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
@@ -22,6 +23,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from core.push_groups import user_group
 from orders.audit import audit_record, audit_record_many
 from orders.events import send_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
@@ -30,7 +32,6 @@ from orders.models.outcomes import NOT_SETTLED, Outcome
 from orders.plans import signal_key
 from orders.rows import insert_rows
 from processor.signals import Signal
-from core.push_groups import user_group
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,9 @@ def _outcome_upsert(key: str, account_id: int | None, values: dict[str, Any]) ->
         cursor.execute(sql, params)
         row_id, created_at = cursor.fetchone()
     created_at = _aware(created_at)
-    return SignalOutcome(id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values)
+    return SignalOutcome(
+        id=row_id, signal_key=key, account_id=account_id, created_at=created_at, updated_at=now, **values
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +117,20 @@ class Decision:
 
 
 _OUTCOME_COLUMNS = (
-    "signal_key", "account_id", "strategy_id", "strategy_name", "feed", "symbol", "signal_kind", "output_id",
-    "occurrence_ns", "outcome", "reason", "client_order_id", "created_at", "updated_at",
+    "signal_key",
+    "account_id",
+    "strategy_id",
+    "strategy_name",
+    "feed",
+    "symbol",
+    "signal_kind",
+    "output_id",
+    "occurrence_ns",
+    "outcome",
+    "reason",
+    "client_order_id",
+    "created_at",
+    "updated_at",
 )
 _OUTCOME_UPDATES = ", ".join(
     f"{name} = excluded.{name}" for name in ("outcome", "reason", "client_order_id", "updated_at")
@@ -143,25 +158,35 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
     key = signal_key(signal)
     kind = str(signal.kind)
     now = timezone.now()
-    head = (signal.strategy_id, signal.strategy_name[:60], signal.feed[:50], signal.symbol[:120], kind, signal.output_id,
-            signal.occurrence_ns)
+    head = (
+        signal.strategy_id,
+        signal.strategy_name[:60],
+        signal.feed[:50],
+        signal.symbol[:120],
+        kind,
+        signal.output_id,
+        signal.occurrence_ns,
+    )
     details = {"signal_key": key, "output_id": signal.output_id}
     rows = []
     audits = []
     for decision in decisions:
         outcome = str(decision.outcome)
         if decision.outcome != Outcome.DUPLICATE:
-            rows.append((key, decision.account_id, *head, outcome, decision.reason[:500], decision.client_order_id,
-                         now, now))
-        audits.append({
-            "event": f"signal.{outcome}",
-            "account_id": decision.account_id,
-            "strategy_id": signal.strategy_id,
-            "client_order_id": decision.client_order_id,
-            "message": f"{signal.strategy_name} {signal.kind} {signal.symbol}: "
-            f"{decision.reason or Outcome(decision.outcome).label}",
-            "details": details,
-        })
+            rows.append(
+                (key, decision.account_id, *head, outcome, decision.reason[:500], decision.client_order_id, now, now)
+            )
+        audits.append(
+            {
+                "event": f"signal.{outcome}",
+                "account_id": decision.account_id,
+                "strategy_id": signal.strategy_id,
+                "client_order_id": decision.client_order_id,
+                "message": f"{signal.strategy_name} {signal.kind} {signal.symbol}: "
+                f"{decision.reason or Outcome(decision.outcome).label}",
+                "details": details,
+            }
+        )
     with transaction.atomic(savepoint=False):
         written = _outcomes_upsert(rows) if rows else {}
         audit_record_many(audits)
@@ -169,12 +194,25 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
         for row in rows:
             account_id = row[1]
             row_id, created_at = written[account_id]
-            pushes.append(SignalOutcome(
-                id=row_id, signal_key=key, account_id=account_id, strategy_id=signal.strategy_id,
-                strategy_name=row[3], feed=row[4], symbol=row[5], signal_kind=kind, output_id=signal.output_id,
-                occurrence_ns=signal.occurrence_ns, outcome=row[9], reason=row[10], client_order_id=row[11],
-                created_at=created_at, updated_at=now,
-            ))
+            pushes.append(
+                SignalOutcome(
+                    id=row_id,
+                    signal_key=key,
+                    account_id=account_id,
+                    strategy_id=signal.strategy_id,
+                    strategy_name=row[3],
+                    feed=row[4],
+                    symbol=row[5],
+                    signal_kind=kind,
+                    output_id=signal.output_id,
+                    occurrence_ns=signal.occurrence_ns,
+                    outcome=row[9],
+                    reason=row[10],
+                    client_order_id=row[11],
+                    created_at=created_at,
+                    updated_at=now,
+                )
+            )
         _push_outcomes_on_commit(pushes)
     for decision in decisions:
         outcome_counter(kind, str(decision.outcome)).inc()
@@ -196,7 +234,7 @@ def _aware(created_at: Any) -> datetime:
     if isinstance(created_at, str):
         created_at = datetime.fromisoformat(created_at)
     if timezone.is_naive(created_at):  # SQLite stores UTC without its offset
-        created_at = created_at.replace(tzinfo=dt_timezone.utc)
+        created_at = created_at.replace(tzinfo=UTC)
     return created_at
 
 
@@ -279,7 +317,7 @@ def _push_outcomes_on_commit(rows: Sequence[SignalOutcome]) -> None:
     layer = get_channel_layer()
     if layer is None or not rows:
         return
-    messages = []
+    messages: list[tuple[int, dict[str, Any]]] = []
     for row in rows:
         try:
             audience = _audience(row.account_id, row.strategy_id)

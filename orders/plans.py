@@ -5,6 +5,7 @@ A plan for an instrument whose metadata (tick size, lot size, multiplier) the ve
 not confirmed, or confirmed too long ago, carries the reason in `metadata_missing`:
 its sizes are the site's stored guesses, and an entry sized from them is refused.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,14 @@ class TradePlan:
 def signal_key(signal: Signal) -> str:
     """The identity of a signal: equal in every process that sees the same emission."""
     return "|".join(
-        (str(signal.strategy_id), signal.feed, signal.symbol, str(signal.kind), str(signal.occurrence_ns), signal.output_id)
+        (
+            str(signal.strategy_id),
+            signal.feed,
+            signal.symbol,
+            str(signal.kind),
+            str(signal.occurrence_ns),
+            signal.output_id,
+        )
     )
 
 

@@ -7,17 +7,20 @@ multi-row VALUES, ON CONFLICT and RETURNING), and still run each value through i
 field's own database preparation where that matters (fixed-point range checks,
 datetimes, JSON), so a value the ORM would refuse is refused here too.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, Iterable, Sequence
+from functools import cache
+from typing import Any
 
 from django.db import connection
-from django.db.models import DateTimeField, JSONField, Model
+from django.db.models import DateTimeField, Field, JSONField, Model
 
-from tradingsite.fixed_point_field import FixedPointField, max_abs_for
+from core.fixed_point_field import FixedPointField, max_abs_for
+
 
 def _fixed_point(field: FixedPointField, vendor: str) -> Callable[[Any], Any]:
     limit = max_abs_for(connection)
@@ -46,7 +49,7 @@ class _Plan:
     from_json: str  # PostgreSQL: SELECT the columns out of one JSON array of rows
 
 
-@lru_cache(maxsize=None)
+@cache
 def _column_plan(model: type[Model], columns: tuple[str, ...], vendor: str) -> _Plan:
     ops = connection.ops
     postgres = vendor == "postgresql"
@@ -55,7 +58,10 @@ def _column_plan(model: type[Model], columns: tuple[str, ...], vendor: str) -> _
     selected = []
     for index, name in enumerate(columns):
         field = model._meta.get_field(name)
-        names.append(ops.quote_name(field.column))
+        assert isinstance(field, Field), f"{model.__name__}.{name} is a relation, not a column"
+        column, db_type = field.column, field.db_type(connection)
+        assert column is not None and db_type is not None, f"{model.__name__}.{name} has no database column"
+        names.append(ops.quote_name(column))
         if isinstance(field, JSONField):
             # Nested in the rows' JSON as it is (PostgreSQL), or through the field (SQLite).
             preps.append(None if postgres else _generic(field))
@@ -67,7 +73,7 @@ def _column_plan(model: type[Model], columns: tuple[str, ...], vendor: str) -> _
             preps.append(_isoformat if postgres else _datetime)
         else:
             preps.append(None)
-        selected.append(f"CAST(e->>{index} AS {_cast_type(field.db_type(connection))})")
+        selected.append(f"CAST(e->>{index} AS {_cast_type(db_type)})")
     from_json = f"SELECT {', '.join(selected)} FROM json_array_elements(CAST(%s AS json)) AS e"
     return _Plan(", ".join(names), tuple(preps), from_json)
 
@@ -82,7 +88,7 @@ def _isoformat(value: Any) -> Any:
     return None if value is None else value.isoformat()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(model: type[Model], vendor: str) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
@@ -110,9 +116,7 @@ def insert_rows(
     as the database gives them; match them by a returned key, never by position.
     """
     plan = _column_plan(model, tuple(columns), connection.vendor)
-    prepared = [
-        tuple(value if prep is None else prep(value) for prep, value in zip(plan.preps, row)) for row in rows
-    ]
+    prepared = [tuple(value if prep is None else prep(value) for prep, value in zip(plan.preps, row)) for row in rows]
     if not prepared:
         return []
     head = f"INSERT INTO {_table(model, connection.vendor)} ({plan.columns}) "

@@ -6,13 +6,14 @@ ledger or audit. The trade executor's reads (below them) are the trading path's 
 they run inside its transactions, under the locks the executor holds, and are never
 reached from a request.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Sequence, TypeAlias
+from typing import TypeAlias
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -149,7 +150,14 @@ def trade_settings_on_instrument(
         metadata_problem=first[6] or "",
     )
     settings = [
-        SettingRow(account_id=row[7], owner_id=row[8], broker=row[9], mode=row[10], quantity=Decimal(row[11]), order_type=row[12])
+        SettingRow(
+            account_id=row[7],
+            owner_id=row[8],
+            broker=row[9],
+            mode=row[10],
+            quantity=Decimal(row[11]),
+            order_type=row[12],
+        )
         for row in rows
         if row[0] == instrument.id
     ]
@@ -162,7 +170,7 @@ def _aware(value: datetime | str | None) -> datetime | None:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     if timezone.is_naive(value):  # SQLite stores UTC without its offset
-        value = value.replace(tzinfo=dt_timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value
 
 
@@ -203,8 +211,13 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
     )
     params = [
         *cid_params,
-        Position.State.OPEN, *account_params, *instrument_params,
-        Intent.ENTRY, OrderIntent.State.PENDING, *account_params, *instrument_params,
+        Position.State.OPEN,
+        *account_params,
+        *instrument_params,
+        Intent.ENTRY,
+        OrderIntent.State.PENDING,
+        *account_params,
+        *instrument_params,
     ]
     duplicates: set[str] = set()
     open_positions: dict[tuple[int, int], tuple[int, OpenPosition]] = {}
@@ -236,13 +249,9 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
 
 def exit_working(*, account_id: int, instrument_id: int, position: OpenPosition) -> bool:
     """Whether the position has a working exit order or a pending exit intent."""
-    if (
-        Order.objects.filter(position_id=position.id, intent=Intent.EXIT)
-        .exclude(status__in=TERMINAL_STATUSES)
-        .exists()
-    ):
+    if Order.objects.filter(position_id=position.id, intent=Intent.EXIT).exclude(status__in=TERMINAL_STATUSES).exists():
         return True
-    return OrderIntent.objects.filter(
+    return OrderIntent.objects.filter(  # type: ignore[misc]  # the stubs refuse None for a nullable FK's lookup
         account_id=account_id,
         instrument_id=instrument_id,
         strategy_id=position.strategy_id,
@@ -255,7 +264,7 @@ def exit_working(*, account_id: int, instrument_id: int, position: OpenPosition)
 def reversal_choice(*, strategy_id: int | None, account_id: int) -> str:
     """What the trade setting says an entry does while its own opposite position's exit works."""
     return (
-        TradeSetting.objects.filter(strategy_id=strategy_id, account_id=account_id)
+        TradeSetting.objects.filter(strategy_id=strategy_id, account_id=account_id)  # type: ignore[misc]  # nullable FK lookup
         .values_list("reversal", flat=True)
         .first()
     ) or Reversal.AFTER_EXIT_FILL

@@ -7,14 +7,14 @@ taker or maker fee. Duplicate client order ids are refused like a real venue doe
 The book lives in the database so it outlives a runtime restart and is one exchange
 for every process; the site's own order tables are never read here.
 """
+
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Sequence
 
-from orders.db import in_db_thread
 from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
@@ -29,6 +29,7 @@ from orders.brokers.base import (
     OrderRequest,
 )
 from orders.brokers.kinds import PAPER, BrokerKind, register_broker
+from orders.db import in_db_thread
 from orders.models.lifecycle import OrderSide, OrderStatus, OrderType
 from orders.models.paper import PaperFill, PaperOrder
 from orders.money import bps_of, notional
@@ -43,7 +44,9 @@ class PaperFees:
     maker_bps: int = 2
 
 
-def match_quantity(*, side: str, order_type: str, limit: int | None, remaining: int, tick: MarketData) -> tuple[int, int]:
+def match_quantity(
+    *, side: str, order_type: str, limit: int | None, remaining: int, tick: MarketData
+) -> tuple[int, int]:
     """Return (quantity, price) that `tick` fills of a resting order; (0, 0) when it does not trade through.
 
     Pure: the matching rule of the paper exchange.
@@ -163,8 +166,18 @@ class PaperExchange:
 
 
 _PAPER_COLUMNS = (
-    "account_key", "client_order_id", "symbol", "side", "order_type", "quantity", "price", "status",
-    "filled_quantity", "filled_notional", "created_ns", "updated_ns",
+    "account_key",
+    "client_order_id",
+    "symbol",
+    "side",
+    "order_type",
+    "quantity",
+    "price",
+    "status",
+    "filled_quantity",
+    "filled_notional",
+    "created_ns",
+    "updated_ns",
 )
 
 
@@ -187,14 +200,28 @@ def paper_place_many(orders: Sequence[tuple[str, OrderRequest, int]]) -> list[Br
         else:
             answers.append(None)
             price = request.price if request.order_type == OrderType.LIMIT else None
-            rows.append((
-                account_key, request.client_order_id, request.symbol, request.side, request.order_type,
-                request.quantity, price, OrderStatus.NEW, 0, 0, now, now,
-            ))
+            rows.append(
+                (
+                    account_key,
+                    request.client_order_id,
+                    request.symbol,
+                    request.side,
+                    request.order_type,
+                    request.quantity,
+                    price,
+                    OrderStatus.NEW,
+                    0,
+                    0,
+                    now,
+                    now,
+                )
+            )
     booked = {
         (account_key, client_order_id): pk
         for pk, account_key, client_order_id in insert_rows(
-            PaperOrder, _PAPER_COLUMNS, rows,
+            PaperOrder,
+            _PAPER_COLUMNS,
+            rows,
             suffix="ON CONFLICT (account_key, client_order_id) DO NOTHING",
             returning=("id", "account_key", "client_order_id"),
         )
@@ -208,17 +235,19 @@ def paper_place_many(orders: Sequence[tuple[str, OrderRequest, int]]) -> list[Br
         if pk is None:
             result.append(DuplicateClientOrderId(request.client_order_id))
             continue
-        result.append(BrokerOrder(
-            client_order_id=request.client_order_id,
-            exchange_order_id=f"P{pk}",
-            symbol=request.symbol,
-            side=request.side,
-            order_type=request.order_type,
-            quantity=request.quantity,
-            price=request.price if request.order_type == OrderType.LIMIT else None,
-            status=OrderStatus.NEW,
-            filled_quantity=0,
-        ))
+        result.append(
+            BrokerOrder(
+                client_order_id=request.client_order_id,
+                exchange_order_id=f"P{pk}",
+                symbol=request.symbol,
+                side=request.side,
+                order_type=request.order_type,
+                quantity=request.quantity,
+                price=request.price if request.order_type == OrderType.LIMIT else None,
+                status=OrderStatus.NEW,
+                filled_quantity=0,
+            )
+        )
     return result
 
 
@@ -232,9 +261,7 @@ def paper_match(ticks: Sequence[MarketData], *, fees: PaperFees) -> list[tuple[s
     produced: list[tuple[str, BrokerFill]] = []
     with transaction.atomic():
         orders = list(
-            PaperOrder.objects.select_for_update()
-            .filter(symbol__in=symbols, status__in=OPEN_STATUSES)
-            .order_by("pk")
+            PaperOrder.objects.select_for_update().filter(symbol__in=symbols, status__in=OPEN_STATUSES).order_by("pk")
         )
         if not orders:
             return produced

@@ -1,4 +1,5 @@
 """A signal's entries on all its accounts, set-based: every account keeps its own decision and outcome."""
+
 from __future__ import annotations
 
 import threading
@@ -29,7 +30,6 @@ from orders.models import (
     SignalOutcome,
     TradeSetting,
 )
-from orders.models.outcomes import Outcome
 from orders.plans import signal_key
 from processor.models import Strategy
 from processor.signals import Signal, SignalKind
@@ -70,7 +70,11 @@ def _state(signal: Signal, account_ids: list[int]) -> dict[str, object]:
         "outcomes": [rows[a].outcome for a in account_ids],
         "row_times": {rows[a].created_at for a in account_ids},
         "audits": {
-            a: list(AuditEvent.objects.filter(account_id=a, event__startswith="signal.").order_by("id").values_list("event", flat=True))
+            a: list(
+                AuditEvent.objects.filter(account_id=a, event__startswith="signal.")
+                .order_by("id")
+                .values_list("event", flat=True)
+            )
             for a in account_ids
         },
         "orders": {a: Order.objects.filter(account_id=a).count() for a in account_ids},
@@ -92,7 +96,9 @@ async def test_mixed_outcomes_in_one_group_each_account_decided_as_on_its_own(re
         kill_switch_set(actor=owner, account_id=halted, engaged=True, reason="maintenance")
         # Another strategy of the holding account already has an entry on this instrument.
         other = make_strategy()
-        TradeSetting.objects.create(strategy=other, account=group.setups[2].account, quantity=Decimal("0.01"), mode="paper")
+        TradeSetting.objects.create(
+            strategy=other, account=group.setups[2].account, quantity=Decimal("0.01"), mode="paper"
+        )
         return other
 
     other = await database_sync_to_async(prepare)()
@@ -134,8 +140,10 @@ async def test_an_error_in_one_accounts_placement_does_not_lose_the_others(regis
     broken = group.ids()[1]
     broken_broker = BrokenFor(account_key=str(broken))
     executor = TradeExecutor(
-        broker_for=lambda plan: broken_broker if plan.account_id == broken else registry.broker_for(
-            account_id=plan.account_id, venue=plan.broker, mode=plan.mode
+        broker_for=lambda plan: (
+            broken_broker
+            if plan.account_id == broken
+            else registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode)
         ),
         config=ExecutorConfig(),
     )
@@ -191,8 +199,10 @@ async def test_a_failed_group_persist_persists_each_account_in_its_own_transacti
     bad = group.ids()[0]
     bad_broker = LongIdBroker(account_key=str(bad))
     executor = TradeExecutor(
-        broker_for=lambda plan: bad_broker if plan.account_id == bad else registry.broker_for(
-            account_id=plan.account_id, venue=plan.broker, mode=plan.mode
+        broker_for=lambda plan: (
+            bad_broker
+            if plan.account_id == bad
+            else registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode)
         ),
         config=ExecutorConfig(),
     )
@@ -279,7 +289,7 @@ async def test_a_kill_switch_engaged_after_the_group_began_halts_it(registry: Br
 
     assert await executor.handle(signal) == ["halted", "halted", "halted"]
     state = await database_sync_to_async(_state)(signal, group.ids())
-    assert state["reserved"] == {a: 0 for a in group.ids()}
+    assert state["reserved"] == dict.fromkeys(group.ids(), 0)
     assert state["pending"] == 0 and state["held_leases"] == 0
     assert await database_sync_to_async(Position.objects.filter(account_id__in=group.ids()).count)() == 0
 
