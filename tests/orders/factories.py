@@ -10,9 +10,11 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from core.fixed_point import SCALE
 from feeds.market import MarketData, parse_fixed
 from feeds.models import Feed, Instrument, MarketType
 from orders.ledger import ledger_open
+from orders.lifecycle import IntentSpec
 from orders.models import Account, TradeSetting
 from processor.models import Strategy, StrategySignal
 from processor.signals import Signal, SignalKind
@@ -120,3 +122,20 @@ def logged_in(setup: Setup) -> Client:
     client = Client()
     client.force_login(setup.account.owner)
     return client
+
+
+def market_entry_spec(setup: Setup, client_order_id: str) -> IntentSpec:
+    """A 0.01 long market entry at 50,000 reserving 60: the entry the crash and rebuild tests leave behind."""
+    return IntentSpec(
+        client_order_id=client_order_id,
+        account_id=setup.account.pk,
+        strategy_id=setup.strategy.pk,
+        instrument_id=setup.instrument.pk,
+        intent="ENTRY",
+        position_side="LONG",
+        side="BUY",
+        order_type="MARKET",
+        quantity=SCALE // 100,
+        price=50_000 * SCALE,
+        reserve=60 * SCALE,
+    )

@@ -7,7 +7,6 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from core.fixed_point import SCALE
 from core.health import HealthBoard, Status
 from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from feeds.distribution.fanout import FeedFanout
@@ -15,13 +14,13 @@ from orders.brokers.base import BrokerOrder, BrokerRejected, BrokerUnavailable, 
 from orders.brokers.paper import PaperBroker
 from orders.executor import COMPONENT, ExecutorConfig, TradeExecutor
 from orders.ledger import ledger_check
-from orders.lifecycle import IntentSpec, intent_create
+from orders.lifecycle import intent_create
 from orders.models import AuditEvent, CapitalLedger, Order, OrderIntent, PaperOrder
 from orders.reconciliation import reconcile_account
 from orders.startup import RECONCILE_COMPONENT, OrdersHubs, orders_startup_tasks
 from processor.signals import SignalHub, SignalKind
 from tests.helpers import async_eventually
-from tests.orders.factories import make_setup, make_signal
+from tests.orders.factories import make_setup, make_signal, market_entry_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,19 +101,7 @@ async def test_signals_keep_flowing_to_other_subscribers_while_the_broker_is_dow
 
 async def test_restart_rebuild_adopts_an_order_left_by_a_crash_before_trading_starts() -> None:
     setup = await database_sync_to_async(make_setup)()
-    spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-crashed0000000001",
-        account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk,
-        instrument_id=setup.instrument.pk,
-        intent="ENTRY",
-        position_side="LONG",
-        side="BUY",
-        order_type="MARKET",
-        quantity=SCALE // 100,
-        price=50_000 * SCALE,
-        reserve=60 * SCALE,
-    )
+    spec = market_entry_spec(setup, f"ts-{setup.account.pk}-crashed0000000001")
     await database_sync_to_async(intent_create)(spec=spec)
     paper = PaperBroker(account_key=str(setup.account.pk))
     await paper.place_order(

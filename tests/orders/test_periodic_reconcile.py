@@ -5,33 +5,20 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from core.fixed_point import SCALE
 from core.models import ComponentHealth
 from orders.brokers.base import OrderRequest
 from orders.brokers.paper import PaperBroker
-from orders.lifecycle import IntentSpec, intent_create
+from orders.lifecycle import intent_create
 from orders.models import Order
 from orders.tasks import reconcile_accounts
-from tests.orders.factories import make_setup
+from tests.orders.factories import make_setup, market_entry_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def test_the_periodic_job_adopts_an_orphan_from_the_database_thread() -> None:
     setup = await database_sync_to_async(make_setup)()
-    spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-orphan0000000001",
-        account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk,
-        instrument_id=setup.instrument.pk,
-        intent="ENTRY",
-        position_side="LONG",
-        side="BUY",
-        order_type="MARKET",
-        quantity=SCALE // 100,
-        price=50_000 * SCALE,
-        reserve=60 * SCALE,
-    )
+    spec = market_entry_spec(setup, f"ts-{setup.account.pk}-orphan0000000001")
     await database_sync_to_async(intent_create)(spec=spec)
     await PaperBroker(account_key=str(setup.account.pk)).place_order(
         OrderRequest(spec.client_order_id, "BTCUSDT", "BUY", "MARKET", spec.quantity, None)

@@ -14,7 +14,6 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from django.utils import timezone
 
-from core.fixed_point import SCALE
 from core.health import Status
 from core.runtime.core import RuntimeContext
 from dashboard.halts import entries_halt_by_reconciliation
@@ -23,11 +22,11 @@ from dashboard.selectors import entries_halted
 from dashboard.services import kill_switch_set
 from orders.brokers.base import OrderRequest
 from orders.brokers.paper import PaperBroker
-from orders.lifecycle import IntentSpec, intent_create
+from orders.lifecycle import intent_create
 from orders.locks import RECONCILE_SCOPE
 from orders.models import CapitalLedger, EntryLock, Order, OrderIntent
 from orders.startup import RECONCILE_COMPONENT, EntryControls, OrdersHubs, orders_startup_tasks
-from tests.orders.factories import make_setup
+from tests.orders.factories import make_setup, market_entry_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,19 +54,7 @@ def _lease_left_by_a_killed_process(account_id: int, *, expires_in_s: float) -> 
 
 async def _crash_after_place(setup) -> str:  # type: ignore[no-untyped-def]
     """An entry the broker took whose lifecycle was never persisted: the rebuild must adopt it."""
-    spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-crashed000000001",
-        account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk,
-        instrument_id=setup.instrument.pk,
-        intent="ENTRY",
-        position_side="LONG",
-        side="BUY",
-        order_type="MARKET",
-        quantity=SCALE // 100,
-        price=50_000 * SCALE,
-        reserve=60 * SCALE,
-    )
+    spec = market_entry_spec(setup, f"ts-{setup.account.pk}-crashed000000001")
     await database_sync_to_async(intent_create)(spec=spec)
     await PaperBroker(account_key=str(setup.account.pk)).place_order(
         OrderRequest(spec.client_order_id, "BTCUSDT", "BUY", "MARKET", spec.quantity, None)
