@@ -1,10 +1,13 @@
-"""Models of the platform: reported component health."""
+"""Models of the platform: reported component health and named leases."""
 
 from __future__ import annotations
 
 from django.db import models
 
 from core.health import Status
+from core.lease_model import Lease
+
+__all__ = ["ComponentHealth", "Lease"]
 
 
 class ComponentHealth(models.Model):
