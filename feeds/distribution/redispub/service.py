@@ -58,6 +58,7 @@ class ServiceOptions:
     # the others). False: leave the server's setting alone and only report when it lacks them.
     expiry_notifications: bool = True
     fallback: bool = True
+    failure_log_s: float = 10.0  # a repeating failure is logged at most once per this interval
 
 
 class MarketDataService:
@@ -79,7 +80,9 @@ class MarketDataService:
         self._sleep = sleep
         self._clock_ns = clock_ns
         self.gate = PublishGate()
-        self.link = RedisLinkHealth(board, healthy_reason=f"publishing to {catalog.prefix}:*")
+        self.link = RedisLinkHealth(
+            board, healthy_reason=f"publishing to {catalog.prefix}:*", log_interval_s=options.failure_log_s
+        )
         self.publisher = RedisPublisher(redis, instance_id=instance_id, clock_ns=clock_ns, link=self.link)
         self._metadata_logs: dict[str, FailureLog] = {}  # per feed
         self.fallback = (

@@ -99,6 +99,7 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
     from tradingsite.runtime.compose import build_runtime
 
     settings.MARKET_DATA_PREFIX = prefix
+    settings.REDIS_NAMESPACE = ""  # the keys under test are the plain layout
     settings.MARKET_DATA_CADENCE_S = ["simulated:trades=0.1"]
     settings.MARKET_DATA_HEARTBEAT_S = 0.1
     await database_sync_to_async(make_feed)("sim", ("BTCUSDT", "ETHUSDT"), settings={"interval_ms": 20})
