@@ -81,7 +81,9 @@ class FakeUpstoxMarketFeed:
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.path.startswith(INSTRUMENTS_PATH):
             return self._json(
-                connection, HTTPStatus.OK, [{"instrument_key": KEY, "tick_size": 5.0, "lot_size": 1, "segment": "NSE_EQ"}]
+                connection,
+                HTTPStatus.OK,
+                [{"instrument_key": KEY, "tick_size": 5.0, "lot_size": 1, "segment": "NSE_EQ"}],
             )
         if not request.path.startswith(AUTHORIZE_PATH):
             return None
