@@ -5,9 +5,9 @@ write a traceback per attempt (gigabytes a day) and bury everything else. The fi
 failure of a run is logged in full, with its traceback; later ones are counted, and at
 most one line per interval says how many there were and what the last one was:
 
-    redis-publisher: publish failed: ConnectionError(...)          (+ traceback)
-    redis-publisher: publish failed 37 more times in the last 10 s: ConnectionError(...)
-    redis-publisher: publish working again after 41 failures
+    redis-publisher: Redis: ConnectionError(...)                          (+ traceback)
+    redis-publisher: Redis: failed 37 more times in the last 10 s: ConnectionError(...)
+    redis-publisher: Redis: publishing again (97 messages lost) after 41 failure(s)
 
 `succeeded()` ends the run (flushing the count), so the next failure is logged in full.
 """

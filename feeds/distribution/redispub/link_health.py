@@ -52,9 +52,7 @@ class RedisLinkHealth:
         self.note = ""  # appended to the HEALTHY reason (expiry notifications missing)
         self.failed_round_trips = 0  # of the current outage
         self.lost_messages = 0  # of the current outage
-        self.log = FailureLog(
-            log, "redis-publisher: Redis round trip failed", interval_s=log_interval_s, monotonic=monotonic
-        )
+        self.log = FailureLog(log, "redis-publisher: Redis", interval_s=log_interval_s, monotonic=monotonic)
 
     @property
     def failing(self) -> bool:
