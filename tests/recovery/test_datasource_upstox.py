@@ -173,3 +173,38 @@ async def test_a_file_rotated_while_valid_is_used_and_a_rejected_token_stops_unt
 
 def runtime_manager(datasource: UpstoxDataSource):  # type: ignore[no-untyped-def]
     return datasource._source  # the provisioned-token manager the runtime built
+
+
+async def test_a_failure_the_coordinator_never_saw_still_resumes_the_stopped_datasource(tmp_path: Path) -> None:
+    # The token stream keeps only the latest state: FAILED then VALID in one go reaches
+    # a busy coordinator as VALID after VALID. The datasource stopped on that FAILED.
+    from recovery.clock import current_clock
+    from recovery.coordinator import AuthState, AuthStateCoordinator
+    from recovery.provisioned import ProvisionedTokenManager, provisioned_token_path
+    from recovery.tokens import TokenStatus, TokenUnavailable
+
+    write_token(tmp_path, "analytics-token-1")
+    manager = ProvisionedTokenManager(
+        ANALYTICS, provisioned_token_path(tmp_path, ANALYTICS), clock=current_clock(), poll_interval_s=3600
+    )
+    await manager.start()
+    board = HealthBoard()
+    datasource = UpstoxDataSource(manager, board, [FEED])
+    auth_state = AuthState(provisioned={ANALYTICS: manager})
+    auth_state.register_datasource(ANALYTICS, datasource)
+    coordinator = asyncio.create_task(AuthStateCoordinator(auth_state, board).run())
+    try:
+        await async_eventually(lambda: _status_is(board, f"token:{ANALYTICS}", Status.HEALTHY))
+        valid = manager.status
+        # No await between these: the coordinator cannot run in between.
+        manager.state.set(TokenStatus(ANALYTICS, TokenState.FAILED, "file gone", "", valid.version + 1))
+        with pytest.raises(TokenUnavailable):
+            await datasource.await_valid_token()
+        assert datasource.stopped and "file gone" in _health(board, f"feed:{FEED}").reason
+        manager.state.set(valid)
+        await async_eventually(lambda: _true(not datasource.stopped), timeout_s=5)
+        assert datasource.resumes == 1
+    finally:
+        coordinator.cancel()
+        await asyncio.gather(coordinator, return_exceptions=True)
+        await manager.stop()

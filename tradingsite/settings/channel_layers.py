@@ -17,7 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from tradingsite.settings.base import env
 
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
 def redis_database_number(url: str) -> int:
@@ -42,7 +42,7 @@ def default_redis_namespace(url: str) -> str:
 REDIS_URL = env.str("REDIS_URL", default="")
 # Part of every key and channel this deployment uses on Redis ("" = the plain names).
 REDIS_NAMESPACE = env.str("REDIS_NAMESPACE", default="") or default_redis_namespace(REDIS_URL)
-if REDIS_NAMESPACE and not NAMESPACE_PATTERN.match(REDIS_NAMESPACE):
+if REDIS_NAMESPACE and not _NAMESPACE_PATTERN.match(REDIS_NAMESPACE):
     raise ImproperlyConfigured(f"REDIS_NAMESPACE {REDIS_NAMESPACE!r}: use 1-40 of A-Z a-z 0-9 _ . -")
 CHANNEL_LAYERS: dict[str, dict[str, Any]]
 if REDIS_URL:
