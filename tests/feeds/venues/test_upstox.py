@@ -320,10 +320,9 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     from core.runtime.core import RuntimeContext
     from core.runtime.startup_value import StartupValue
     from feeds.startup import FeedHubs
+    from feeds.upstox_datasource import UpstoxDataSource
     from feeds.upstox_startup import upstox_token_startup_tasks
     from recovery.tokens import TokenKey, TokenKind
-
-    from feeds.upstox_datasource import UpstoxDataSource
 
     source = FakeTokenSource("from-recovery")
     source.key = TokenKey("upstox", TokenKind.ANALYTICS)  # type: ignore[attr-defined]
