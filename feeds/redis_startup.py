@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from core.health import Status
+from core.log_throttle import FailureLog
 from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 from feeds.distribution.fanout import drain
 from feeds.distribution.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
@@ -94,6 +95,7 @@ def _held_text(held: Mapping[str, str]) -> str:
 def follow_feed_gate(service: MarketDataService) -> GateListener:
     """Return the listener that keeps the publisher's gate in step with the feed's."""
     unpublished: dict[str, set[str]] = {}  # admitted by the feed gate, metadata not yet on Redis
+    failures: dict[str, FailureLog] = {}  # per feed: the gate is checked every few seconds
 
     async def follow(feed: str, change: GateChange, held: Mapping[str, str]) -> None:
         entry = service.catalog.feeds.get(feed)
@@ -117,8 +119,12 @@ def follow_feed_gate(service: MarketDataService) -> GateListener:
                 # Readers must see the metadata before the prices: these stay held, and the
                 # next check of the feed gate (every few seconds) tries again.
                 service.gate.block(feed, f"publish failed: {exc!r}"[:200])
-                log.warning("redis-publisher %s: metadata of %s not published (%r)", feed, ", ".join(admitted), exc)
+                failures.setdefault(
+                    feed, FailureLog(log, f"redis-publisher {feed}: metadata not published", interval_s=60.0)
+                ).failed(f"{', '.join(admitted)} held ({exc!r})")
                 return
+            if feed in failures:
+                failures[feed].succeeded("metadata published")
             service.gate.admit(feed, known)
             pending.clear()
         if held:

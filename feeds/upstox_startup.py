@@ -1,4 +1,6 @@
-"""Startup wiring: the upstox venue authorizes with recovery's provisioned analytics token."""
+"""Startup wiring: the upstox venue authorizes with recovery's provisioned analytics token,
+through the feed's resumable datasource (feeds.upstox_datasource), which recovery's
+auth-state coordinator resumes when the token is valid again."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ def upstox_token_startup_tasks(feeds: FeedHubs, auth_state: StartupValue[AuthSta
         tokens = auth_state.get_or(None)
         if tokens is None:
             return
+        from feeds.upstox_datasource import UpstoxDataSource
         from recovery.tokens import TokenKey, TokenKind
 
         try:
@@ -37,6 +40,9 @@ def upstox_token_startup_tasks(feeds: FeedHubs, auth_state: StartupValue[AuthSta
             if any(spec.venue == upstox.NAME for spec in feeds.specs.get_or([])):
                 log.warning("feed upstox: no analytics token configured; upstox feeds cannot dial")
             return
-        upstox.VENUE.use_token_source(source)
+        feed_names = [spec.name for spec in feeds.specs.get_or([]) if spec.venue == upstox.NAME]
+        datasource = UpstoxDataSource(source, ctx.health, feed_names)
+        upstox.VENUE.use_token_source(datasource, on_accepted=datasource.token_accepted)
+        tokens.register_datasource(datasource.key, datasource)
 
     return [StartupTask("upstox-analytics-token", Phase.SUBSCRIPTIONS, use_analytics_token)]

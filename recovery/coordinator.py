@@ -3,7 +3,10 @@
 The OAuth and the provisioned-token coordinators as one watcher per
 token: AWAITING_AUTH publishes the login prompt (coalesced), FAILED the terminal error,
 VALID clears stale prompts and, on a transition back to VALID, resumes every datasource
-registered for that token. Token health is reported as DEGRADED (never BLOCKED) so a
+registered for that token (`resume_if_stopped`, a no-op for a running one). The state
+stream is conflated, so a FAILED followed quickly by VALID may never be seen: a VALID
+that skipped states counts as a transition too, or a datasource stopped on the unseen
+FAILED would never be resumed. Token health is reported as DEGRADED (never BLOCKED) so a
 missing login does not take the process out of readiness.
 """
 
@@ -71,22 +74,28 @@ class AuthStateCoordinator:
 
     async def watch(self, key: TokenKey, manager: OAuthTokenManager | ProvisionedTokenManager) -> None:
         previous: TokenState | None = None
+        last_version: int | None = None
         async for status in manager.state.updates():
+            version = manager.state.version
+            skipped = last_version is not None and version > last_version + 1
+            last_version = version
             if status.reason == NOT_LOADED:
                 continue
             try:
-                await self._on_status(key, status, previous)
+                await self._on_status(key, status, previous, skipped=skipped)
             except Exception:  # one failed prompt write must not stop watching the token
                 log.warning("recovery %s: acting on %s failed", key, status.state, exc_info=True)
             previous = status.state
 
-    async def _on_status(self, key: TokenKey, status: TokenStatus, previous: TokenState | None) -> None:
+    async def _on_status(
+        self, key: TokenKey, status: TokenStatus, previous: TokenState | None, *, skipped: bool = False
+    ) -> None:
         component = f"token:{key}"
         if status.state is TokenState.VALID:
             self.health.set(component, Status.HEALTHY, f"token {status.fingerprint} valid")
             if not key.kind.provisioned:
                 await database_sync_to_async(prompt_clear_logical)(key=key)
-            if previous is not None and previous is not TokenState.VALID:
+            if skipped or (previous is not None and previous is not TokenState.VALID):
                 await self._resume(key)
         elif status.state is TokenState.AWAITING_AUTH:
             self.health.set(component, Status.DEGRADED, f"waiting for login: {status.reason}")
@@ -101,7 +110,7 @@ class AuthStateCoordinator:
 
     async def _resume(self, key: TokenKey) -> None:
         for datasource in self.auth_state.datasources.get(key, []):
-            log.info("recovery %s: token valid again, resuming %s", key, datasource.name)
+            log.info("recovery %s: token valid, resuming %s if stopped", key, datasource.name)
             try:
                 await datasource.resume_if_stopped()
                 self.resumed += 1

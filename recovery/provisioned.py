@@ -1,10 +1,14 @@
 """Provisioned tokens: JSON files an operator mounts (Upstox analytics, sandbox).
 
 File `<dir>/<broker>-<kind>.json`: {"access_token": "...", "expires_at": "2027-01-01T00:00:00Z"}
-(`expires_at` optional: analytics tokens are long-lived). Lifecycle: load at start; missing, expired or unparseable -> FAILED and
-a poll loop; a 401 re-reads the file and stays FAILED while the fingerprint is the one
-that was rejected; rotation recovers on the next poll, no restart. One asyncio.Lock owns
-every transition; the expiry timer re-checks token identity under that lock.
+(`expires_at` optional: analytics tokens are long-lived). Lifecycle: load at start; missing,
+expired or unparseable -> FAILED; a 401 re-reads the file and stays FAILED while the
+fingerprint is the one that was rejected. The file is polled for the manager's whole life,
+VALID or not, so a rotation is picked up on the next poll without a restart: a new
+token replaces the one in use (VALID again, new fingerprint), and a FAILED token recovers.
+While VALID, a file that is briefly missing or half-written (a rotation in progress) keeps
+the token in use. One asyncio.Lock owns every transition; the expiry timer re-checks token
+identity under that lock.
 """
 
 from __future__ import annotations
@@ -113,6 +117,11 @@ class ProvisionedTokenManager:
     async def start(self) -> None:
         async with self._lock:
             await self._load_under_lock(rejected_fingerprint=None)
+            self._ensure_poller()
+
+    def _ensure_poller(self) -> None:
+        if not self.poller_running:
+            self._poller = asyncio.create_task(self._poll(), name=f"token-poll:{self.key}")
 
     async def stop(self) -> None:
         for task in (self._poller, self._expiry_timer):
@@ -165,10 +174,6 @@ class ProvisionedTokenManager:
         await self._become_valid_under_lock(found)
 
     async def _become_valid_under_lock(self, token: ProvisionedToken) -> None:
-        current = asyncio.current_task()
-        if self._poller is not None and self._poller is not current:
-            self._poller.cancel()
-        self._poller = None if self._poller is not current else self._poller
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
@@ -191,8 +196,7 @@ class ProvisionedTokenManager:
             self._cell.set(status)
             await self._publish(status, None)
             log.warning("recovery %s: provisioned token unavailable: %s", self.key, reason)
-        if not self.poller_running:
-            self._poller = asyncio.create_task(self._poll(), name=f"token-poll:{self.key}")
+        self._ensure_poller()
 
     async def _publish(self, status: TokenStatus, expires_at: datetime | None) -> None:
         try:
@@ -202,6 +206,7 @@ class ProvisionedTokenManager:
 
     async def _poll(self) -> None:
         me = asyncio.current_task()
+        kept_reason = ""  # why the file is unusable while the token in use is kept (logged once)
         while self._poller is me:
             await self._poll_sleep(self._poll_interval_s)
             async with self._lock:
@@ -209,11 +214,21 @@ class ProvisionedTokenManager:
                     return
                 found = await self._read()
                 if isinstance(found, str):
-                    await self._become_failed_under_lock(found)
+                    if self._token is None:
+                        await self._become_failed_under_lock(found)
+                    elif found != kept_reason:
+                        kept_reason = found
+                        log.warning("recovery %s: %s; keeping the token in use", self.key, found)
                 elif found.access_token.fingerprint != self.last_fingerprint:
+                    kept_reason = ""
+                    rotated = self._token is not None and self._token.access_token.fingerprint != (
+                        found.access_token.fingerprint
+                    )
                     await self._become_valid_under_lock(found)
-                    self._poller = None
-                    return
+                    if rotated:
+                        log.info("recovery %s: token file rotated; new token in use", self.key)
+                else:
+                    kept_reason = ""
 
     async def _expire(self, token: ProvisionedToken) -> None:
         assert token.expires_at is not None

@@ -382,16 +382,20 @@ class UpstoxVenue(ExchangeVenueCommon):
     def __init__(self, token_provider: TokenProvider = _no_token_provider) -> None:
         self._token_provider = token_provider
         self._token_source: AnalyticsTokenSource | None = None
+        self._on_accepted: Callable[[], None] | None = None
 
     def use_token_provider(self, token_provider: TokenProvider) -> None:
         """Authorize future dials with `token_provider` (the app owning tokens calls this at startup)."""
         self._token_provider = token_provider
         self._token_source = None
+        self._on_accepted = None
 
-    def use_token_source(self, source: AnalyticsTokenSource) -> None:
-        """Authorize with recovery's analytics token; a refused token is reported back to it."""
+    def use_token_source(self, source: AnalyticsTokenSource, on_accepted: Callable[[], None] | None = None) -> None:
+        """Authorize with recovery's analytics token; a refused token is reported back to it,
+        an accepted one to `on_accepted` (the feed's datasource clears a terminal failure)."""
         self._token_source = source
         self._token_provider = _no_token_provider
+        self._on_accepted = on_accepted
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
         cleaned = clean_exchange_settings(NAME, settings, DEFAULTS)
@@ -420,8 +424,9 @@ class UpstoxVenue(ExchangeVenueCommon):
             token = await self._token_provider()
             body = await fetch(authorize_request(token, rest_url=rest_url))
         else:
-            # Waits while the token is being renewed; raises recovery's TokenUnavailable
-            # when it failed for good, which the stream reports as DEGRADED.
+            # Waits while the token is being renewed (and, in production, while the feed's
+            # datasource is stopped on a terminal failure until it is resumed); raises
+            # recovery's TokenUnavailable when the token failed for good.
             access = await self._token_source.await_valid_token()
             try:
                 body = await fetch(authorize_request(access.reveal(), rest_url=rest_url))
@@ -429,6 +434,8 @@ class UpstoxVenue(ExchangeVenueCommon):
                 if is_invalid_token(exc):
                     await self._token_source.invalidate(access.fingerprint, INVALID_TOKEN_CODE)
                 raise
+            if self._on_accepted is not None:
+                self._on_accepted()
         mode = str(settings.get("mode", "full"))
         return [
             Endpoint(

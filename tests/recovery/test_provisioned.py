@@ -85,7 +85,7 @@ async def test_missing_file_fails_then_a_written_file_is_valid_within_one_poll(
         ticks.tick()  # one poll
         await wait_until(lambda: manager.status.state is TokenState.VALID)
         assert (await manager.await_valid_token()).reveal() == "analytics-token-1"
-        assert not manager.poller_running
+        assert manager.poller_running  # it keeps watching the file for the next rotation
         assert [s.state for s in recorded] == [TokenState.FAILED, TokenState.VALID]
     finally:
         await manager.stop()

@@ -2,9 +2,9 @@
 
 Events for instruments this process does not publish, or whose metadata has not
 landed (the gate), are counted and skipped. A Redis failure loses that batch (the
-sequence numbers are spent, so readers see the gap), is logged at most once per
-interval, and turns the publisher's health DEGRADED until a publish succeeds again:
-it never stops the feed.
+sequence numbers are spent, so readers see the gap) and is counted; the publisher's
+link health (link_health) logs it and says BLOCKED or DEGRADED until a round trip
+succeeds again. It never stops the feed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Protocol
 
 from redis.exceptions import RedisError
@@ -21,13 +20,14 @@ from core.health import HealthBoard, Status
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
+from feeds.distribution.redispub.link_health import HEALTH_COMPONENT
 from feeds.distribution.redispub.publish_gate import PublishGate
 from feeds.distribution.redispub.publisher import Draft, RedisPublisher
 from feeds.market import FeedData
 
 log = logging.getLogger(__name__)
 
-HEALTH_COMPONENT = "redis-publisher"
+__all__ = ["HEALTH_COMPONENT", "MarketDataBridge", "WebsocketArrivals"]
 
 
 class WebsocketArrivals(Protocol):
@@ -45,18 +45,12 @@ class MarketDataBridge:
         health: HealthBoard,
         *,
         arrivals: WebsocketArrivals | None = None,
-        warn_interval_s: float = 10.0,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._catalog = catalog
         self._gate = gate
         self._publisher = publisher
         self._health = health
         self._arrivals = arrivals
-        self._warn_interval_s = warn_interval_s
-        self._monotonic = monotonic
-        self._last_warned = float("-inf")
-        self._failing = False
         self.skipped: Counter[str] = Counter()  # reason -> events
         self.last_ws_publish_ns: dict[str, int] = {}  # key -> publish time, for health
 
@@ -101,28 +95,13 @@ class MarketDataBridge:
             return
         try:
             await self._publisher.publish(drafts)
-        except RedisError as exc:
+        except RedisError:
             reraise_if_cancelling()
-            self._failed(exc, len(drafts))
+            self.skipped["redis_error"] += len(drafts)
             return
         reraise_if_cancelling()  # the fan-out's drain loop would otherwise wait on forever
-        if self._failing:
-            self._failing = False
-            self._health.set(HEALTH_COMPONENT, Status.HEALTHY, "publishing")
-            log.info("redis-publisher: publishing again")
         now = time.time_ns()
         for key, venue_symbol, channel in published:
             self.last_ws_publish_ns[key] = now
             if self._arrivals is not None:
                 self._arrivals.websocket_published(key, feed.name, venue_symbol, channel)
-
-    def _failed(self, exc: RedisError, count: int) -> None:
-        self.skipped["redis_error"] += count
-        self._failing = True
-        self._health.set(HEALTH_COMPONENT, Status.DEGRADED, f"Redis publish failing: {exc!r}"[:300])
-        now = self._monotonic()
-        if now - self._last_warned >= self._warn_interval_s:
-            self._last_warned = now
-            log.warning(
-                "redis-publisher: publish failed, %d messages lost so far: %r", self.skipped["redis_error"], exc
-            )

@@ -30,6 +30,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from core.health import Status
+from core.log_throttle import FailureLog
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog
 from feeds.distribution.redispub.envelope import CHANNEL_OF_KIND, Envelope, Source, event_data
@@ -92,20 +93,47 @@ def newest(events: list[MarketEvent], venue_symbol: str, channel: str) -> Market
     return max(matching, key=lambda event: event.ts_event, default=None)
 
 
-async def enable_expiry_notifications(redis: Redis) -> bool:
-    """Add `E` and `x` to notify-keyspace-events, keeping flags already set; False if refused."""
+NOTIFY_SETTING = "notify-keyspace-events"
+
+
+def missing_expiry_flags(current: str) -> str:
+    """Return the flags `current` lacks for expired-key events: "" when it has them.
+
+    `E` (keyevent channels) and `x` (expired events); `A` is the alias of every event
+    class, `x` included.
+    """
+    return ("" if "E" in current else "E") + ("" if "x" in current or "A" in current else "x")
+
+
+async def read_notify_flags(redis: Redis) -> str | None:
+    """Return the server's notify-keyspace-events, or None when CONFIG GET is refused."""
     try:
-        raw = (await redis.config_get("notify-keyspace-events")).get("notify-keyspace-events") or ""
-        current = raw.decode() if isinstance(raw, bytes) else str(raw)
-        has_expired = "x" in current or "A" in current
-        if "E" in current and has_expired:
-            return True
-        flags = current + ("" if "E" in current else "E") + ("" if has_expired else "x")
-        await redis.config_set("notify-keyspace-events", flags)
+        raw = (await redis.config_get(NOTIFY_SETTING)).get(NOTIFY_SETTING) or ""
+    except ResponseError:
+        return None
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+async def enable_expiry_notifications(redis: Redis) -> bool:
+    """Add only the missing `E` and `x` to notify-keyspace-events; False if refused.
+
+    The setting is server-wide and other clients may rely on theirs: the flags already
+    set are kept, nothing is removed, and nothing is written when they suffice.
+    """
+    current = await read_notify_flags(redis)
+    if current is None:
+        log.warning("redis-fallback: CONFIG GET refused; cannot check expiry notifications (relying on the sweep)")
+        return False
+    missing = missing_expiry_flags(current)
+    if not missing:
         return True
+    try:
+        await redis.config_set(NOTIFY_SETTING, current + missing)
     except ResponseError as exc:
         log.warning("redis-fallback: cannot enable expiry notifications (%s); relying on the EXISTS sweep", exc)
         return False
+    log.info("redis-fallback: %s was %r; added %r (server-wide)", NOTIFY_SETTING, current, missing)
+    return True
 
 
 class FallbackController:
@@ -143,6 +171,9 @@ class FallbackController:
         self.handbacks = 0
         self.rest_calls: Counter[str] = Counter()  # per venue
         self.skipped_polls: Counter[str] = Counter()  # per venue: the budget was empty
+        self._subscription_log = FailureLog(log, "redis-fallback: expiry subscription", interval_s=60.0)
+        self._sweep_log = FailureLog(log, "redis-fallback: EXISTS sweep failed", interval_s=60.0)
+        self._poll_logs: dict[str, FailureLog] = {}  # per key
 
     # --- triggers -------------------------------------------------------------------
 
@@ -200,6 +231,7 @@ class FallbackController:
             pubsub = redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(channel)
+                self._subscription_log.succeeded("subscribed again")
                 async for message in pubsub.listen():
                     reraise_if_cancelling()
                     key = message["data"]
@@ -208,7 +240,7 @@ class FallbackController:
                         self.key_missing(key)
             except RedisError as exc:
                 reraise_if_cancelling()
-                log.warning("redis-fallback: expiry subscription lost (%r); resubscribing", exc)
+                self._subscription_log.failed(f"lost ({exc!r}); resubscribing")
                 await self._sleep(self._retry_s)
             finally:
                 await pubsub.aclose()
@@ -221,7 +253,11 @@ class FallbackController:
                 await self.sweep_once()
             except RedisError as exc:
                 reraise_if_cancelling()
-                log.warning("redis-fallback: EXISTS sweep failed: %r", exc)
+                self._sweep_log.failed(exc)
+                if self._publisher.link is not None:
+                    self._publisher.link.failed(exc)
+                continue
+            self._sweep_log.succeeded()
 
     async def sweep_once(self) -> list[str]:
         """Check every websocket key not on REST with EXISTS; return (and act on) the missing ones."""
@@ -232,6 +268,8 @@ class FallbackController:
         for key in keys:
             pipe.exists(key)
         found = await pipe.execute()
+        if self._publisher.link is not None:
+            self._publisher.link.succeeded()
         missing = [key for key, exists in zip(keys, found) if not exists]
         for key in missing:
             self.key_missing(key)
@@ -253,6 +291,7 @@ class FallbackController:
         poll_s = max(self._min_poll_s, self._catalog.cadence.cadence_s(feed, ref.channel))
         task = asyncio.current_task()
         limiter = self._limiter(feed.venue)
+        failures = self._poll_logs.setdefault(key, FailureLog(log, f"redis-fallback: {key} REST poll failed"))
         while True:
             reraise_if_cancelling()
             if not limiter.has_capacity():
@@ -266,10 +305,12 @@ class FallbackController:
                 except FETCH_FAILURES as exc:
                     reraise_if_cancelling()
                     self.problems[key] = f"REST poll failed: {exc!r}"[:300]
-                    log.warning("redis-fallback: %s REST poll failed: %r", key, exc)
+                    failures.failed(exc)
                 except RedisError as exc:
                     reraise_if_cancelling()
                     self.problems[key] = f"Redis publish failed: {exc!r}"[:300]
+                else:
+                    failures.succeeded()
             await self._sleep(poll_s)
 
     async def _poll_once(

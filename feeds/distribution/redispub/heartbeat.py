@@ -65,9 +65,10 @@ class Heartbeat:
             reraise_if_cancelling()
             try:
                 await self._publisher.publish(self.drafts())
-            except RedisError as exc:
+            except RedisError:
                 reraise_if_cancelling()
-                log.warning("redis-heartbeat: publish failed: %r", exc)
+                # Logged (throttled) and shown on the component by the publisher's link
+                # health; this loop is what probes Redis every interval while it is down.
             await self._sleep(self._interval_s)
 
     def drafts(self) -> list[Draft]:

@@ -6,6 +6,11 @@
 
 Redis keeps keys and channels in separate namespaces, so one name serves both: a reader
 GETs the last value and SUBSCRIBEs to the same name for pushes.
+
+Pub/sub channels are server-wide (the database number does not apply to them), so the
+prefix carries the deployment's Redis namespace: `md` on database 0, `md.db4` on
+database 4, `md.<REDIS_NAMESPACE>` when set. Two deployments on one server then never
+hear each other's messages.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ def _part(name: str, value: str) -> str:
     if not value or ":" in value or any(ch.isspace() for ch in value):
         raise KeyLayoutError(f"{name} {value!r} must be non-empty, without ':' or spaces")
     return value
+
+
+def namespaced_prefix(prefix: str, namespace: str) -> str:
+    """Return the first key part for `prefix` in the deployment's Redis `namespace`."""
+    return f"{prefix}.{namespace}" if namespace else prefix
 
 
 def stream_key(prefix: str, venue: str, market_type: str, symbol: str, channel: str) -> str:

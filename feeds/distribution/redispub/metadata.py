@@ -36,7 +36,7 @@ from feeds.distribution.redispub.catalog import (
     parse_cadence_overrides,
 )
 from feeds.distribution.redispub.envelope import Envelope, Source
-from feeds.distribution.redispub.keys import METADATA_CHANNEL
+from feeds.distribution.redispub.keys import METADATA_CHANNEL, namespaced_prefix
 from feeds.distribution.redispub.metadata_types import InstrumentMetadata
 from feeds.distribution.redispub.publisher import Draft, KeySequences, RedisPublisher
 from feeds.models import Feed, Instrument
@@ -240,7 +240,7 @@ def metadata_max_age_s() -> float:
 
 def catalog_from_settings(feeds: dict[str, FeedEntry]) -> Catalog:
     return Catalog(
-        settings.MARKET_DATA_PREFIX,
+        namespaced_prefix(settings.MARKET_DATA_PREFIX, settings.REDIS_NAMESPACE),
         feeds,
         CadencePolicy(settings.MARKET_DATA_TTL_MULTIPLIER, parse_cadence_overrides(settings.MARKET_DATA_CADENCE_S)),
     )

@@ -18,8 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
+from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.envelope import Envelope, encode
+from feeds.distribution.redispub.link_health import RedisLinkHealth
 
 
 class KeySequences:
@@ -56,8 +59,10 @@ class RedisPublisher:
         instance_id: str,
         sequences: KeySequences | None = None,
         clock_ns: Callable[[], int] = time.time_ns,
+        link: RedisLinkHealth | None = None,
     ) -> None:
         self.redis = redis
+        self.link = link  # told of every round trip's outcome (the component's health)
         self.instance_id = instance_id
         self.sequences = sequences or KeySequences()
         self._clock_ns = clock_ns
@@ -85,6 +90,14 @@ class RedisPublisher:
                 body = encode(envelope)
                 pipe.set(draft.key, body, px=draft.ttl_ms)
                 pipe.publish(draft.key, body)
-            await pipe.execute()
+            try:
+                await pipe.execute()
+            except (RedisError, OSError) as exc:
+                reraise_if_cancelling()  # a stop, not an outage
+                if self.link is not None:
+                    self.link.failed(exc, lost=len(drafts))
+                raise
+            if self.link is not None:
+                self.link.succeeded()
             self.messages_published += len(drafts)
             return True

@@ -19,12 +19,20 @@ from channels.db import database_sync_to_async
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from core.health import HealthBoard, Status
-from feeds.distribution.redispub.bridge import HEALTH_COMPONENT, MarketDataBridge
+from core.health import HealthBoard
+from core.log_throttle import FailureLog
+from feeds.distribution.redispub.bridge import MarketDataBridge
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import Catalog, FeedEntry
-from feeds.distribution.redispub.fallback import FallbackController, enable_expiry_notifications
+from feeds.distribution.redispub.fallback import (
+    NOTIFY_SETTING,
+    FallbackController,
+    enable_expiry_notifications,
+    missing_expiry_flags,
+    read_notify_flags,
+)
 from feeds.distribution.redispub.heartbeat import Heartbeat
+from feeds.distribution.redispub.link_health import RedisLinkHealth
 from feeds.distribution.redispub.metadata import (
     FETCH_FAILURES,
     fetch_feed_metadata,
@@ -46,8 +54,11 @@ class ServiceOptions:
     rest_timeout_s: float = 10.0
     metadata_retry_s: float = 5.0
     metadata_ttl_ms: int = 3 * 3600 * 1000
-    expiry_notifications: bool = True  # CONFIG SET notify-keyspace-events at start
+    # True: add the missing expired-key flags to notify-keyspace-events at start (keeping
+    # the others). False: leave the server's setting alone and only report when it lacks them.
+    expiry_notifications: bool = True
     fallback: bool = True
+    failure_log_s: float = 10.0  # a repeating failure is logged at most once per this interval
 
 
 class MarketDataService:
@@ -69,7 +80,11 @@ class MarketDataService:
         self._sleep = sleep
         self._clock_ns = clock_ns
         self.gate = PublishGate()
-        self.publisher = RedisPublisher(redis, instance_id=instance_id, clock_ns=clock_ns)
+        self.link = RedisLinkHealth(
+            board, healthy_reason=f"publishing to {catalog.prefix}:*", log_interval_s=options.failure_log_s
+        )
+        self.publisher = RedisPublisher(redis, instance_id=instance_id, clock_ns=clock_ns, link=self.link)
+        self._metadata_logs: dict[str, FailureLog] = {}  # per feed
         self.fallback = (
             FallbackController(
                 catalog,
@@ -98,15 +113,33 @@ class MarketDataService:
         )
 
     async def prepare(self) -> None:
-        """Enable expiry notifications (when allowed); a Redis that is down is not fatal here."""
-        self.board.set(HEALTH_COMPONENT, Status.HEALTHY, f"publishing to {self.catalog.prefix}:*")
-        if self.fallback is None or not self.options.expiry_notifications:
-            return
+        """Check Redis and the expiry notifications; a Redis that is down is not fatal here.
+
+        The component starts from what a first round trip says, not from an assumption:
+        BLOCKED with the error while Redis is unreachable (the heartbeat keeps probing).
+        """
         try:
-            await enable_expiry_notifications(self.redis)
-        except RedisError as exc:
+            await self.redis.ping()
+            if self.fallback is not None:
+                await self._check_expiry_notifications()
+        except (RedisError, OSError) as exc:
             reraise_if_cancelling()
-            log.warning("redis-publisher: Redis unreachable at start (%r); the sweep will catch expiries", exc)
+            self.link.failed(exc)
+            return
+        self.link.succeeded()
+
+    async def _check_expiry_notifications(self) -> None:
+        if self.options.expiry_notifications and await enable_expiry_notifications(self.redis):
+            return
+        current = await read_notify_flags(self.redis)
+        if current is None:
+            note = f"{NOTIFY_SETTING} unknown (CONFIG GET refused): expiries are found by the EXISTS sweep"
+        elif missing := missing_expiry_flags(current):
+            note = f"{NOTIFY_SETTING} {current!r} lacks {missing!r}: expiries are found by the EXISTS sweep"
+        else:
+            return
+        log.warning("redis-publisher: %s (set `%s Ex` on the server to be told at once)", note, NOTIFY_SETTING)
+        self.link.show_note(note)
 
     def background(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
         """Return the long-lived coroutines to spawn, named."""
@@ -121,6 +154,9 @@ class MarketDataService:
 
     async def open_gate(self, feed: FeedEntry) -> None:
         """Fetch the feed's metadata until it lands, store and publish it, admit its instruments."""
+        failures = self._metadata_logs.setdefault(
+            feed.name, FailureLog(log, f"redis-publisher {feed.name}: metadata fetch failed", interval_s=60.0)
+        )
         while True:
             reraise_if_cancelling()
             try:
@@ -129,12 +165,7 @@ class MarketDataService:
             except FETCH_FAILURES as exc:
                 reraise_if_cancelling()
                 self.gate.block(feed.name, f"fetch failed: {exc!r}"[:200])
-                log.warning(
-                    "redis-publisher %s: metadata fetch failed (%r); retry in %ss",
-                    feed.name,
-                    exc,
-                    self.options.metadata_retry_s,
-                )
+                failures.failed(f"{exc!r}; retry every {self.options.metadata_retry_s:g} s")
                 await self._sleep(self.options.metadata_retry_s)
                 continue
             drafts = metadata_drafts(
@@ -148,6 +179,7 @@ class MarketDataService:
                 self.gate.block(feed.name, f"publish failed: {exc!r}"[:200])
                 await self._sleep(self.options.metadata_retry_s)
                 continue
+            failures.succeeded("metadata fetched")
             self.gate.admit(feed.name, result.known)
             if result.missing:
                 self.gate.block(feed.name, f"not listed by {feed.venue}: {', '.join(sorted(result.missing))}")

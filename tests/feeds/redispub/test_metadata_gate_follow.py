@@ -34,6 +34,7 @@ def fast(settings, prefix: str):  # type: ignore[no-untyped-def]
     settings.FEED_REST_TIMEOUT_S = 2
     settings.RECORDER_ENABLED = False
     settings.MARKET_DATA_PREFIX = prefix
+    settings.REDIS_NAMESPACE = ""  # the keys under test are the plain layout
     settings.MARKET_DATA_HEARTBEAT_S = 0.05
     settings.MARKET_DATA_METADATA_RETRY_S = 0.05
     settings.MARKET_DATA_FALLBACK = False

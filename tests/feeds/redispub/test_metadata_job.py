@@ -28,6 +28,7 @@ async def test_refresh_updates_instruments_and_republishes_every_cycle(
     from feeds.tasks import instrument_metadata_refresh
 
     settings.MARKET_DATA_PREFIX = prefix
+    settings.REDIS_NAMESPACE = ""  # the keys under test are the plain layout
     fake_http.serve("GET", "/fapi/v1/exchangeInfo", EXCHANGE_INFO)
     await database_sync_to_async(binance_feed)(fake_http)
     await database_sync_to_async(make_feed)("sim", ("ETHUSDT",))
@@ -63,6 +64,7 @@ async def test_a_venue_that_fails_is_reported_and_the_others_still_refresh(
     from feeds.tasks import instrument_metadata_refresh
 
     settings.MARKET_DATA_PREFIX = prefix
+    settings.REDIS_NAMESPACE = ""  # the keys under test are the plain layout
     fake_http.serve("GET", "/fapi/v1/exchangeInfo", b"down", status=503, content_type="text/plain")
     await database_sync_to_async(binance_feed)(fake_http)
     await database_sync_to_async(make_feed)("sim", ("ETHUSDT",))

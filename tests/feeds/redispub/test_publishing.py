@@ -99,6 +99,7 @@ async def test_the_running_site_publishes_the_simulated_feed_and_its_keys_vanish
     from tradingsite.runtime.compose import build_runtime
 
     settings.MARKET_DATA_PREFIX = prefix
+    settings.REDIS_NAMESPACE = ""  # the keys under test are the plain layout
     settings.MARKET_DATA_CADENCE_S = ["simulated:trades=0.1"]
     settings.MARKET_DATA_HEARTBEAT_S = 0.1
     await database_sync_to_async(make_feed)("sim", ("BTCUSDT", "ETHUSDT"), settings={"interval_ms": 20})
@@ -141,7 +142,7 @@ async def test_without_redis_url_the_publisher_is_off_and_says_so(settings) -> N
     await ctx.exit_stack.aclose()
 
 
-async def test_a_redis_outage_loses_the_batch_keeps_the_feed_and_shows_degraded(prefix: str) -> None:
+async def test_a_redis_outage_loses_the_batch_keeps_the_feed_and_shows_blocked(prefix: str) -> None:
     await database_sync_to_async(make_feed)("sim")
     # Nothing listens on port 1; no retries, so the failure is immediate.
     dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
@@ -150,7 +151,8 @@ async def test_a_redis_outage_loses_the_batch_keeps_the_feed_and_shows_degraded(
     await service.bridge.consume(FeedData("sim", (trade(1),)))  # must not raise
     assert service.bridge.skipped["redis_error"] == 1
     health = service.board.get("redis-publisher")
-    assert health is not None and health.status.value == "DEGRADED"
+    # Unreachable: nothing is published, and the component says so with the error.
+    assert health is not None and health.status.value == "BLOCKED" and "Redis unreachable" in health.reason
     # The spent sequence number makes the loss visible to readers as a gap.
     assert service.publisher.sequences.last(KEY.format(prefix=prefix)) == 1
     await dead.aclose()

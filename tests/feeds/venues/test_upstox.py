@@ -320,16 +320,22 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     from core.runtime.core import RuntimeContext
     from core.runtime.startup_value import StartupValue
     from feeds.startup import FeedHubs
+    from feeds.upstox_datasource import UpstoxDataSource
     from feeds.upstox_startup import upstox_token_startup_tasks
     from recovery.tokens import TokenKey, TokenKind
 
     source = FakeTokenSource("from-recovery")
+    source.key = TokenKey("upstox", TokenKind.ANALYTICS)  # type: ignore[attr-defined]
     asked: list[TokenKey] = []
+    registered: list[tuple[TokenKey, object]] = []
 
     class AuthState:
         def token_source(self, key: TokenKey) -> FakeTokenSource:
             asked.append(key)
             return source
+
+        def register_datasource(self, key: TokenKey, datasource: object) -> None:
+            registered.append((key, datasource))
 
     venue = upstox.UpstoxVenue()
     monkeypatch.setattr(upstox, "VENUE", venue)
@@ -339,7 +345,11 @@ async def test_startup_hands_the_configured_analytics_token_to_the_venue(monkeyp
     (task,) = upstox_token_startup_tasks(FeedHubs(), auth_state)  # type: ignore[arg-type]
     await task.run(ctx)
     assert asked == [TokenKey("upstox", TokenKind.ANALYTICS)]
-    assert venue._token_source is source
+    # The venue dials through the feed's datasource, which recovery resumes.
+    [(key, datasource)] = registered
+    assert key == asked[0] and isinstance(datasource, UpstoxDataSource)
+    assert venue._token_source is datasource
+    assert (await datasource.await_valid_token()).reveal() == "from-recovery"
 
 
 async def test_startup_without_an_analytics_token_leaves_the_venue_refusing_to_dial(
