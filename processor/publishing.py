@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from core.fixed_point import fixed_to_str
+from core.log_throttle import FailureLog
 from core.push_groups import MARKET_GROUP
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.signals import Signal, SignalHub
@@ -94,6 +95,9 @@ class LiveStrategyEvents:
         self._clock = clock
         self._warn_interval_s = warn_interval_s
         self._last_warned = float("-inf")
+        self._push_failures = FailureLog(
+            log, "processor: push to browsers", interval_s=warn_interval_s, monotonic=clock
+        )
         self._latest: dict[OutputKey, OutputBatch] = {}
         self._push_dirty: set[OutputKey] = set()
         self._store_dirty: set[OutputKey] = set()
@@ -156,9 +160,11 @@ class LiveStrategyEvents:
             for message in self.take_push_messages():
                 try:
                     await self._layer.group_send(MARKET_GROUP, message)
-                except Exception:
+                except Exception as exc:
                     # The next push carries the newer state; never stop the processor for a browser.
-                    log.exception("processor: push of %s to browsers failed", message["type"])
+                    self._push_failures.failed(exc)
+                else:
+                    self._push_failures.succeeded("pushing to browsers again")
 
     # -- the store ------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 from channels.layers import BaseChannelLayer
 
 from core.fixed_point import fixed_to_str
+from core.log_throttle import FailureLog
 from core.push_groups import MARKET_GROUP
 from feeds.market import FeedData, MarketData
 
@@ -56,6 +57,7 @@ class PricePublisher:
         self._dirty: set[tuple[str, str]] = set()
         self._last_full = float("-inf")
         self.messages_sent = 0
+        self._push_failures = FailureLog(log, "publisher: push to browsers", monotonic=clock)
 
     async def consume(self, batch: FeedData) -> None:
         """Fold one feed batch into the latest values (no I/O)."""
@@ -108,6 +110,8 @@ class PricePublisher:
             try:
                 await self._layer.group_send(MARKET_GROUP, message)
                 self.messages_sent += 1
-            except Exception:
+            except Exception as exc:
                 # A push that fails (Redis blip) is replaced by the next one; never stop the feed.
-                log.exception("publisher: push to browsers failed")
+                self._push_failures.failed(exc)
+            else:
+                self._push_failures.succeeded("pushing to browsers again")

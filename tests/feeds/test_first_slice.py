@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from core.fixed_point import fixed_to_str
 from core.health import HealthBoard, Status
@@ -150,3 +151,23 @@ async def test_stream_runs_the_simulated_source_into_the_fanout_and_reports_heal
     assert all({e.symbol for e in b.events} == {"BTC-USD", "DOGE-USD"} for b in batches)
     assert board.get("feed:sim").status is Status.HEALTHY
     assert fixed_to_str(batches[0].events[0].price).startswith("6")
+
+
+class DeadLayer:
+    async def group_send(self, group: str, message: dict) -> None:
+        raise ConnectionError("redis down")
+
+
+async def test_a_dead_channel_layer_is_logged_once_with_a_traceback_then_counted(caplog) -> None:  # type: ignore[no-untyped-def]
+    publisher = PricePublisher(DeadLayer(), {("sim", "BTC-USD"): "BTC-USD"}, interval_s=0.001)  # type: ignore[arg-type]
+    task = asyncio.create_task(publisher.run())
+    with caplog.at_level("INFO", logger="feeds.distribution.price_publisher"):
+        for i in range(30):
+            await publisher.consume(FeedData("sim", (trade("BTC-USD", "1", i),)))
+            await asyncio.sleep(0.003)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    records = [r for r in caplog.records if r.name == "feeds.distribution.price_publisher"]
+    assert len([r for r in records if r.exc_info]) == 1  # one traceback for the whole run of failures
+    assert len(records) <= 2  # the rest is counted, one line per interval at most
