@@ -44,17 +44,18 @@ class OrderFigures:
 def order_figures() -> OrderFigures:
     """Four queries: orders by status, fills, open positions by side, signal outcomes."""
     by_status = {status.value: 0 for status in OrderStatus}
-    for row in Order.objects.order_by().values("status").annotate(n=Count("id")):
-        by_status[row["status"]] = row["n"]
+    for status, n in Order.objects.order_by().values_list("status").annotate(n=Count("id")):
+        by_status[status] = n
     fills = {False: 0, True: 0}
-    for row in Fill.objects.order_by().values("via_reconciliation").annotate(n=Count("id")):
-        fills[bool(row["via_reconciliation"])] = row["n"]
+    for via_reconciliation, n in Fill.objects.order_by().values_list("via_reconciliation").annotate(n=Count("id")):
+        fills[bool(via_reconciliation)] = n
     sides = {"LONG": 0, "SHORT": 0}
-    for row in Position.objects.filter(state=Position.State.OPEN).order_by().values("side").annotate(n=Count("id")):
-        sides[row["side"]] = row["n"]
+    open_positions = Position.objects.filter(state=Position.State.OPEN).order_by()
+    for side, n in open_positions.values_list("side").annotate(n=Count("id")):
+        sides[side] = n
     outcomes = {outcome.value: 0 for outcome in Outcome}
-    for row in SignalOutcome.objects.order_by().values("outcome").annotate(n=Count("id")):
-        outcomes[row["outcome"]] = row["n"]
+    for outcome, n in SignalOutcome.objects.order_by().values_list("outcome").annotate(n=Count("id")):
+        outcomes[outcome] = n
     categories = {TRADED: 0, PENDING: 0, REFUSED: 0}
     for outcome, n in outcomes.items():
         categories[signal_category(outcome)] += n

@@ -20,7 +20,6 @@ from django.db import DatabaseError
 from feeds.site_figures import WINDOW_S, FeedTickFigures, feed_tick_figures
 from orders.site_figures import OrderFigures, order_figures
 
-
 log = logging.getLogger(__name__)
 
 
@@ -80,7 +79,9 @@ def site_figures_document(figures: SiteFigures | None = None) -> dict[str, Any]:
                 "instruments": f.instruments,
                 "ticksLastWindow": f.ticks_last_window,
                 "lastTickNs": f.last_tick_ns,
-                "lastTickAgeS": None if f.last_tick_ns is None else round(figures.computed_at - f.last_tick_ns / 1e9, 3),
+                "lastTickAgeS": None
+                if f.last_tick_ns is None
+                else round(figures.computed_at - f.last_tick_ns / 1e9, 3),
             }
             for f in figures.feeds
         },
