@@ -88,12 +88,13 @@ def site_figures_document(figures: SiteFigures | None = None) -> dict[str, Any]:
     }
 
 
-def site_figures_field(*, database_ok: bool) -> dict[str, Any] | None:
-    """The document, or None when the database is down or the queries fail (never a 500)."""
-    if not database_ok:
-        return None
-    try:
-        return site_figures_document()
-    except DatabaseError as exc:
-        log.warning("site-wide figures unavailable: %s", exc)
-        return None
+def site_figures_field(*, database_ok: bool, metric_peers: list[dict[str, object]] | None = None) -> dict[str, Any]:
+    """The `siteFigures` value: the database figures (None when they cannot be read: never a 500),
+    and which peer endpoints the report's counts were summed over."""
+    figures: dict[str, Any] | None = None
+    if database_ok:
+        try:
+            figures = site_figures_document()
+        except DatabaseError as exc:
+            log.warning("site-wide figures unavailable: %s", exc)
+    return {"database": figures, "metricPeers": metric_peers or []}

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from core.health_report import build_report
 from core.readiness import database_reachable
 from core.selectors import component_health_effective
+from tradingsite.metric_peers import health_families
 from tradingsite.site_figures import site_figures_field
 from tradingsite.web_metrics import web_metrics_registry
 
@@ -47,8 +48,9 @@ def internal_health(request: HttpRequest) -> JsonResponse:
     """Components plus the loop, lock and reconciliation fields (core.health_report)."""
     db_ok, db_reason = database_reachable()
     components = component_health_effective() if db_ok else []
-    report = build_report(database_ok=db_ok, database_reason=db_reason, components=components)
-    return JsonResponse(report | {"siteFigures": site_figures_field(database_ok=db_ok)})
+    families, peers = health_families()  # this process's counters plus METRICS_PEERS' (None: its own only)
+    report = build_report(database_ok=db_ok, database_reason=db_reason, components=components, families=families)
+    return JsonResponse(report | {"siteFigures": site_figures_field(database_ok=db_ok, metric_peers=peers)})
 
 
 @login_not_required

@@ -13,4 +13,5 @@ register = template.Library()
 
 @register.simple_tag
 def site_figures() -> dict[str, Any] | None:
-    return site_figures_field(database_ok=True)
+    figures: dict[str, Any] | None = site_figures_field(database_ok=True)["database"]
+    return figures
