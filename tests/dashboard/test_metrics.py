@@ -69,7 +69,11 @@ def test_health_transitions_count_reconnects_and_breaker_state() -> None:
 @pytest.mark.django_db
 def test_a_periodic_job_records_its_duration_and_last_run() -> None:
     from core.schedule import unregister_periodic_job
+    from tradingsite.celery import app as celery_app
 
+    # Configure Celery first: configuring copies the declared jobs into its beat schedule,
+    # which must not keep this probe once it is unregistered.
+    assert "metrics-probe-job" not in celery_app.conf.beat_schedule
     name = "metrics-probe-job"
     count_before = sum(
         s.value
