@@ -125,7 +125,10 @@ def test_a_prefork_worker_and_beat_serve_task_figures_with_their_role(tmp_path: 
             [*common, "beat", "--loglevel", "INFO", "--max-interval", "1"]
             + ["--schedule", str(tmp_path / "beat-schedule")],
             cwd=ROOT,
-            env={**env, "BEAT_METRICS_PORT": str(beat_port), "PROMETHEUS_MULTIPROC_DIR": ""},
+            env={
+                **{k: v for k, v in env.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+                "BEAT_METRICS_PORT": str(beat_port),
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

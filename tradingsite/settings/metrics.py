@@ -7,6 +7,8 @@ in a deployment where every process is its own container, each is scraped on its
 
 from __future__ import annotations
 
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 from tradingsite.settings.base import env
@@ -25,3 +27,10 @@ METRICS_PEER_TIMEOUT_S = env.float("METRICS_PEER_TIMEOUT_S", default=1.0)
 for _peer in METRICS_PEERS:
     if not _peer.startswith(("http://", "https://")):
         raise ImproperlyConfigured(f"METRICS_PEERS: {_peer!r} is not an http(s) URL")
+# prometheus_client switches to its multi-process files when the variable is merely
+# present: empty, it would write them into the working directory.
+_multiproc = os.environ.get("PROMETHEUS_MULTIPROC_DIR")  # presence, not value: what the client tests
+if _multiproc is not None and not os.path.isdir(_multiproc):
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={_multiproc!r} is not a directory: unset it, or create it (empty) before the processes start"
+    )
