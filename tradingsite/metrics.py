@@ -84,6 +84,8 @@ REQUIRED_FAMILIES: dict[str, str] = {
     "periodic_job_duration_seconds": "core.metrics",  # loop durations
     "periodic_job_last_run_timestamp_seconds": "core.metrics",  # last-run times
     "runtime_component_status": __name__,
+    "celery_tasks": "tradingsite.worker_metrics",  # worker tasks by name and outcome
+    "celery_task_duration_seconds": "tradingsite.worker_metrics",
 }
 
 

@@ -10,11 +10,14 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from django_prometheus.exports import ExportToDjangoView
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.health_report import build_report
 from core.readiness import database_reachable
 from core.selectors import component_health_effective
+from tradingsite.metric_peers import health_families
+from tradingsite.site_figures import site_figures_field
+from tradingsite.web_metrics import web_metrics_registry
 
 
 @login_not_required
@@ -45,7 +48,9 @@ def internal_health(request: HttpRequest) -> JsonResponse:
     """Components plus the loop, lock and reconciliation fields (core.health_report)."""
     db_ok, db_reason = database_reachable()
     components = component_health_effective() if db_ok else []
-    return JsonResponse(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
+    families, peers = health_families()  # this process's counters plus METRICS_PEERS' (None: its own only)
+    report = build_report(database_ok=db_ok, database_reason=db_reason, components=components, families=families)
+    return JsonResponse(report | {"siteFigures": site_figures_field(database_ok=db_ok, metric_peers=peers)})
 
 
 @login_not_required
@@ -59,4 +64,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
     )
     if not (token_ok or (request.user.is_authenticated and request.user.is_staff)):
         return HttpResponse("metrics need a staff login or the metrics bearer token\n", status=403)
-    return ExportToDjangoView(request)
+    return HttpResponse(generate_latest(web_metrics_registry()), content_type=CONTENT_TYPE_LATEST)

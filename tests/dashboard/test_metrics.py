@@ -69,7 +69,11 @@ def test_health_transitions_count_reconnects_and_breaker_state() -> None:
 @pytest.mark.django_db
 def test_a_periodic_job_records_its_duration_and_last_run() -> None:
     from core.schedule import unregister_periodic_job
+    from tradingsite.celery import app as celery_app
 
+    # Configure Celery first: configuring copies the declared jobs into its beat schedule,
+    # which must not keep this probe once it is unregistered.
+    assert "metrics-probe-job" not in celery_app.conf.beat_schedule
     name = "metrics-probe-job"
     count_before = sum(
         s.value
@@ -114,6 +118,8 @@ def test_processes_sharing_a_multiprocess_dir_add_up_on_the_web_endpoint(tmp_pat
         [sys.executable, "-c", scrape], cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True
     ).stdout
     assert sample(text, "feed_reconnects_total", component="feed:mp/trades") == 2
+    # Answering for every process of the directory, the web process labels them role "host".
+    assert sample(text, "feed_reconnects_total", component="feed:mp/trades", role="host") == 2
     # A live-sum gauge counts only processes still alive: both bumpers have exited
     # without being marked dead, so their values stay until mark_process_dead.
     assert sample(text, "dashboard_websockets_open") == 2

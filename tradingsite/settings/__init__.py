@@ -19,6 +19,7 @@ from tradingsite.settings.database import *  # noqa: F403
 from tradingsite.settings.feeds import *  # noqa: F403
 from tradingsite.settings.jobs import *  # noqa: F403
 from tradingsite.settings.logs import *  # noqa: F403
+from tradingsite.settings.metrics import *  # noqa: F403
 from tradingsite.settings.orders import *  # noqa: F403
 from tradingsite.settings.processor import *  # noqa: F403
 from tradingsite.settings.recovery import *  # noqa: F403
