@@ -44,8 +44,7 @@ def unregister_expected_source(source: ExpectedSource) -> None:
 def scheduled_jobs() -> list[ExpectedComponent]:
     """Every declared periodic job, as the `job:<name>` component its runs report."""
     return [
-        ExpectedComponent(f"job:{job.name}", "scheduled job", None, 2 * job_interval_s(job))
-        for job in periodic_jobs()
+        ExpectedComponent(f"job:{job.name}", "scheduled job", None, 2 * job_interval_s(job)) for job in periodic_jobs()
     ]
 
 

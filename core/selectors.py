@@ -161,7 +161,10 @@ def _missing(entry: ExpectedComponent, now: datetime, up_s: float) -> ComponentV
     if entry.missing_status is not None:
         status, reason = entry.missing_status, f"no process ({entry.why})"
     elif entry.due_within_s is not None and up_s > entry.due_within_s:
-        status, reason = Status.DEGRADED, f"no process has reported a run ({entry.why}, due within {entry.due_within_s:.0f}s)"
+        status, reason = (
+            Status.DEGRADED,
+            f"no process has reported a run ({entry.why}, due within {entry.due_within_s:.0f}s)",
+        )
     else:
         status, reason = Status.HEALTHY, f"waiting for its first run ({entry.why})"
     return ComponentView(entry.component, status, reason, "", now, 0.0, fresh=False, expected=True, missing=True)

@@ -71,7 +71,9 @@ def component_health_prune(*, older_than: timedelta, expected: Iterable[str], no
     expected = set(expected)
     with transaction.atomic():
         last_seen = dict(
-            ComponentHealth.objects.values_list("process").annotate(seen=Max("updated_at")).values_list("process", "seen")
+            ComponentHealth.objects.values_list("process")
+            .annotate(seen=Max("updated_at"))
+            .values_list("process", "seen")
         )
         gone = {process for process, seen in last_seen.items() if seen < cutoff}
         if not gone:

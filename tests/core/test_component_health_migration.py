@@ -64,7 +64,9 @@ def test_a_new_database_gets_the_table() -> None:
 def test_rows_of_the_old_schema_survive_and_two_processes_may_then_share_a_component_name() -> None:
     _migrate([INITIAL])
     old = MigrationExecutor(connection).loader.project_state(INITIAL).apps.get_model("core", "ComponentHealth")
-    old.objects.create(component="processor", process="abc123", status="HEALTHY", stale_after_s=5, updated_at=timezone.now())
+    old.objects.create(
+        component="processor", process="abc123", status="HEALTHY", stale_after_s=5, updated_at=timezone.now()
+    )
 
     _migrate([PER_PROCESS])
 
@@ -72,6 +74,11 @@ def test_rows_of_the_old_schema_survive_and_two_processes_may_then_share_a_compo
     (kept,) = new.objects.all()
     assert (kept.component, kept.process, kept.role) == ("processor", "abc123", "")
     new.objects.create(
-        component="processor", process="h:1:x", role="runfeed", status="HEALTHY", stale_after_s=5, updated_at=timezone.now()
+        component="processor",
+        process="h:1:x",
+        role="runfeed",
+        status="HEALTHY",
+        stale_after_s=5,
+        updated_at=timezone.now(),
     )
     assert new.objects.filter(component="processor").count() == 2

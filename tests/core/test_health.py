@@ -36,7 +36,10 @@ def test_two_processes_reporting_the_same_component_keep_a_row_each() -> None:
     rows = {(r.process, r.status) for r in ComponentHealth.objects.filter(component="processor")}
     assert rows == {("host-a:100:i-sim", "HEALTHY"), ("host-a:200:i-bin", "BLOCKED")}
     views = component_health_effective(expected=NOTHING_EXPECTED)
-    assert sorted((v.label, v.status) for v in views) == [("feed:binance", Status.BLOCKED), ("feed:sim", Status.HEALTHY)]
+    assert sorted((v.label, v.status) for v in views) == [
+        ("feed:binance", Status.BLOCKED),
+        ("feed:sim", Status.HEALTHY),
+    ]
 
 
 def test_the_board_carries_the_process_and_reports_under_it() -> None:
@@ -44,7 +47,13 @@ def test_the_board_carries_the_process_and_reports_under_it() -> None:
     board.set("recorder", Status.DEGRADED, "flush slow")
     report(board.process, **board.snapshot())
     (row,) = ComponentHealth.objects.all()
-    assert (row.process, row.role, row.label, row.host, row.pid) == ("host-a:100:i-1", "runfeed", "feed:sim", "host-a", 100)
+    assert (row.process, row.role, row.label, row.host, row.pid) == (
+        "host-a:100:i-1",
+        "runfeed",
+        "feed:sim",
+        "host-a",
+        100,
+    )
     assert HealthBoard().process.pid > 0  # a board made without one names this process
 
 
@@ -67,7 +76,9 @@ def test_a_process_report_replaces_its_previous_components_only() -> None:
 
 def test_a_restarted_process_supersedes_its_dead_predecessor_which_stays_listed() -> None:
     start = timezone.now()
-    report(runfeed("feed:sim", "old"), now=start, processor=Health(Status.HEALTHY), **{"feed:sim": Health(Status.HEALTHY)})
+    report(
+        runfeed("feed:sim", "old"), now=start, processor=Health(Status.HEALTHY), **{"feed:sim": Health(Status.HEALTHY)}
+    )
     report(runfeed("feed:sim", "new"), now=start + timedelta(seconds=30), processor=Health(Status.HEALTHY))
     views = component_health_effective(now=start + timedelta(seconds=31), expected=NOTHING_EXPECTED)
     old = [v for v in views if v.process.endswith(":old")]
@@ -91,17 +102,29 @@ def test_internal_health_lists_processes_components_and_missing_expected_ones(cl
     Feed.objects.create(name="nobody", venue="sim", market_type="spot")
     staff = get_user_model().objects.create_user("ops", password="x", is_staff=True)
     client.force_login(staff)
-    report(runfeed("feed:a", "i-a"), **{"feed:a": Health(Status.DEGRADED, "lagging"), "runtime:feed:a": Health(Status.HEALTHY)})
+    report(
+        runfeed("feed:a", "i-a"),
+        **{"feed:a": Health(Status.DEGRADED, "lagging"), "runtime:feed:a": Health(Status.HEALTHY)},
+    )
     body = client.get("/internal/health").json()
     by_name = {c["component"]: c for c in body["components"]}
-    assert (by_name["feed:a"]["status"], by_name["feed:a"]["reason"], by_name["feed:a"]["role"]) == ("DEGRADED", "lagging", "runfeed")
+    assert (by_name["feed:a"]["status"], by_name["feed:a"]["reason"], by_name["feed:a"]["role"]) == (
+        "DEGRADED",
+        "lagging",
+        "runfeed",
+    )
     assert by_name["feed:a"]["process"] == "host-a:100:i-a"
     assert (by_name["feed:nobody"]["status"], by_name["feed:nobody"]["missing"]) == ("BLOCKED", True)
     assert by_name["feed:nobody"]["reason"] == "no process (enabled feed)"
     assert "feed:nobody" in body["missing"]
     assert body["status"] == "BLOCKED" and body["feeds"]["feed:nobody"]["status"] == "BLOCKED"
     (process,) = body["processes"]
-    assert (process["process"], process["role"], process["label"], process["live"]) == ("host-a:100:i-a", "runfeed", "feed:a", True)
+    assert (process["process"], process["role"], process["label"], process["live"]) == (
+        "host-a:100:i-a",
+        "runfeed",
+        "feed:a",
+        True,
+    )
 
 
 def test_a_scheduled_job_never_run_is_late_only_after_two_cadences() -> None:

@@ -43,7 +43,12 @@ def sim_feed() -> Feed:
 
 def test_a_dead_feed_is_still_listed_after_a_prune_an_hour_later(sim_feed: Feed) -> None:
     died = timezone.now()
-    report(runfeed("feed:sim", "dead"), died, processor=Health(Status.HEALTHY), **{"feed:sim": Health(Status.HEALTHY, "streaming")})
+    report(
+        runfeed("feed:sim", "dead"),
+        died,
+        processor=Health(Status.HEALTHY),
+        **{"feed:sim": Health(Status.HEALTHY, "streaming")},
+    )
     later = died + HOUR + timedelta(minutes=5)
     assert prune(later) == 0
     (feed,) = [v for v in component_health_effective(now=later) if v.component == "feed:sim"]
@@ -65,7 +70,9 @@ def test_the_production_prune_job_keeps_the_dead_feed(sim_feed: Feed) -> None:
 
 def test_a_restart_lets_the_predecessor_go_but_only_once_it_is_gone(sim_feed: Feed) -> None:
     start = timezone.now()
-    report(runfeed("feed:sim", "first"), start, processor=Health(Status.HEALTHY), **{"feed:sim": Health(Status.HEALTHY)})
+    report(
+        runfeed("feed:sim", "first"), start, processor=Health(Status.HEALTHY), **{"feed:sim": Health(Status.HEALTHY)}
+    )
     report(runfeed("feed:sim", "second"), start + timedelta(minutes=1), **{"feed:sim": Health(Status.HEALTHY)})
     assert prune(start + timedelta(minutes=30)) == 0  # the first is superseded, but not an hour gone
     # Both died; an hour later only the last word on feed:sim is kept.

@@ -219,7 +219,14 @@ def test_a_logged_in_readyz_on_daphne_is_503_when_postgresql_goes_away() -> None
         "PYTHONPATH": str(ROOT),
     }
     web = subprocess.Popen(
-        [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port), "tradingsite.asgi:application"],
+        [
+            str(Path(sys.executable).parent / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "tradingsite.asgi:application",
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
