@@ -99,14 +99,28 @@ def _role(row: ComponentHealth) -> str:
     return row.role or ("jobs" if row.process == JOBS_PROCESS else "")
 
 
-def _supersedes(later: ComponentHealth, row: ComponentHealth, expected: set[str]) -> bool:
-    if later.process == row.process or later.updated_at <= row.updated_at:
+class _Latest:
+    """The newest report per duty (role, label) and per component, to judge supersession."""
+
+    def __init__(self, rows: list[ComponentHealth]) -> None:
+        self.by_duty: dict[tuple[str, str], list[ComponentHealth]] = {}
+        self.by_component: dict[str, list[ComponentHealth]] = {}
+        for row in rows:
+            if row.label:
+                self.by_duty.setdefault((row.role, row.label), []).append(row)
+            self.by_component.setdefault(row.component, []).append(row)
+
+    def superseded(self, row: ComponentHealth, expected: set[str]) -> bool:
+        def later(other: ComponentHealth) -> bool:
+            return other.process != row.process and other.updated_at > row.updated_at
+
+        if row.label and any(later(o) for o in self.by_duty.get((row.role, row.label), [])):
+            return True  # the same duty, restarted
+        # The same component of a deployment-wide name, now reported elsewhere; rows from
+        # before processes had identities only match this way.
+        if row.component in expected or not row.role:
+            return any(later(o) for o in self.by_component.get(row.component, []))
         return False
-    if row.label and (later.role, later.label) == (row.role, row.label):
-        return True  # the same duty, restarted
-    # The same component of a deployment-wide name, now reported elsewhere; rows from
-    # before processes had identities only match this way.
-    return later.component == row.component and (row.component in expected or not row.role)
 
 
 def component_health_effective(
@@ -121,6 +135,7 @@ def component_health_effective(
     wanted = {e.component: e for e in (expected_components() if expected is None else expected)}
     rows = list(ComponentHealth.objects.all())
     fresh = {row.pk: (now - row.updated_at).total_seconds() <= row.stale_after_s for row in rows}
+    latest, wanted_names = _Latest(rows), set(wanted)
     views = []
     for row in rows:
         age_s = (now - row.updated_at).total_seconds()
@@ -128,7 +143,7 @@ def component_health_effective(
         if not fresh[row.pk]:
             status = Status(row.stale_status)
             reason = f"no report for {age_s:.0f}s (last: {row.status} {row.reason})"
-        superseded = not fresh[row.pk] and any(_supersedes(other, row, set(wanted)) for other in rows)
+        superseded = not fresh[row.pk] and latest.superseded(row, wanted_names)
         views.append(
             ComponentView(
                 row.component,

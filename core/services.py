@@ -86,5 +86,6 @@ def component_health_prune(*, older_than: timedelta, expected: Iterable[str], no
             if known is None or (updated_at, process) > known:
                 latest_of[component] = (updated_at, process)
         evidence = {process for _, process in latest_of.values()}
-        deleted, _ = ComponentHealth.objects.filter(process__in=gone - evidence).delete()
+        # updated_at too: a process that reported again meanwhile keeps its rows.
+        deleted, _ = ComponentHealth.objects.filter(process__in=gone - evidence, updated_at__lt=cutoff).delete()
     return deleted
