@@ -33,7 +33,10 @@ def test_which_processes_serve_asgi(argv: list[str], asgi: bool) -> None:
     assert conn_max_age(argv, 60) == (0 if asgi else 60)
 
 
-PRINT_AGE = "from django.conf import settings; print(settings.DATABASES['default']['CONN_MAX_AGE'])"
+PRINT_AGE = (
+    "from django.conf import settings; db = settings.DATABASES['default']; "
+    "print(db['CONN_MAX_AGE'], db['OPTIONS']['connect_timeout'])"
+)
 
 
 def _settings_age(argv0: str, *args: str, configured: str = "120") -> int:
@@ -48,7 +51,9 @@ def _settings_age(argv0: str, *args: str, configured: str = "120") -> int:
     }
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    return int(out.stdout.strip().splitlines()[-1])
+    age, connect_timeout = out.stdout.strip().splitlines()[-1].split()
+    assert connect_timeout == "5"  # a silent database fails a connect (and /readyz) in bounded time
+    return int(age)
 
 
 def test_the_settings_give_daphne_no_persistent_connection_and_runfeed_its_configured_age() -> None:
