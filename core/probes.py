@@ -14,7 +14,9 @@ import os
 import socket
 from collections.abc import Callable
 from importlib import import_module
+from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib import auth
 from django.http import HttpRequest, HttpResponse
@@ -67,16 +69,44 @@ def _line(check: Check, detailed: bool) -> str:
     return f"{check.name}: {check.status} {check.reason}" if detailed else f"{check.name}: {check.status}"
 
 
+def _probe(request: HttpRequest) -> HttpResponse | None:
+    """The probe's response, or None for any other request."""
+    if request.method in PROBE_METHODS:
+        if request.path_info == "/readyz":
+            return readiness_response(request)
+        if request.path_info == "/healthz":
+            return healthz_response()
+    return None
+
+
+def _is_probe(request: HttpRequest) -> bool:
+    return request.method in PROBE_METHODS and request.path_info in ("/readyz", "/healthz")
+
+
 class ProbeMiddleware:
-    """Serve the probes ahead of every middleware that may touch the database."""
+    """Serve the probes ahead of every middleware that may touch the database.
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    Sync and async capable, so it never forces the rest of the chain under ASGI onto
+    a thread; under ASGI a probe itself runs in a thread (its checks are synchronous).
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method in PROBE_METHODS:
-            if request.path_info == "/readyz":
-                return readiness_response(request)
-            if request.path_info == "/healthz":
-                return healthz_response()
-        return self.get_response(request)
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self.__acall__(request)
+        return _probe(request) or self.get_response(request)
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        if _is_probe(request):
+            response = await sync_to_async(_probe)(request)
+            if response is not None:
+                return response
+        return await self.get_response(request)

@@ -253,3 +253,10 @@ def test_a_logged_in_readyz_on_daphne_is_503_when_postgresql_goes_away() -> None
         web.terminate()
         web.wait(timeout=20)
         gate.shut()
+
+
+async def test_under_asgi_the_probe_answers_and_other_requests_pass_through(async_client) -> None:  # type: ignore[no-untyped-def]
+    ready = await async_client.get("/readyz")
+    assert (ready.status_code, ready.content) == (200, ready_lines())
+    assert (await async_client.get("/healthz")).content == b"ok\n"
+    assert (await async_client.get("/")).status_code == 302  # the rest of the chain: the login redirect
