@@ -7,12 +7,14 @@ from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from core.models import ComponentHealth
 
 INITIAL = ("core", "0001_initial")
-PER_PROCESS = ("core", "0002_health_per_process")
+# Found by name, whatever number it carries after other core migrations.
+PER_PROCESS = next(key for key in MigrationLoader(None).disk_migrations if key[1].endswith("_health_per_process"))
 
 
 def _migrate(target: list[tuple[str, str | None]]) -> None:
