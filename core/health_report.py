@@ -17,7 +17,7 @@ from prometheus_client.metrics_core import Metric
 
 from core.health import Status, worst
 from core.metrics import multiprocess_dir
-from core.selectors import ComponentView
+from core.selectors import ComponentView, process_views
 
 # Seed field -> the component whose report says whether that loop runs on time.
 LOOP_COMPONENTS = {
@@ -83,19 +83,28 @@ def _iso(moment: datetime | None) -> str | None:
 def build_report(
     *, database_ok: bool, database_reason: str, components: list[ComponentView], families: list[Metric] | None = None
 ) -> dict[str, Any]:
-    """Return the /internal/health document; pure given its inputs."""
+    """Return the /internal/health document; pure given its inputs.
+
+    Superseded rows (a restarted process's predecessor) are listed but not counted; a
+    component reported by several processes counts with each of its rows, so one
+    failing `processor` among two is not hidden by the healthy one.
+    """
     families = _families() if families is None else families
-    by_name = {c.component: c for c in components}
-    statuses = [Status.HEALTHY if database_ok else Status.BLOCKED] + [c.status for c in components]
+    counted = [c for c in components if c.counts]
+    statuses = [Status.HEALTHY if database_ok else Status.BLOCKED] + [c.status for c in counted]
     loops: dict[str, bool | None] = {}
     for field, component in LOOP_COMPONENTS.items():
-        view = by_name.get(component)
-        loops[field] = None if view is None else view.status is Status.HEALTHY
+        rows = [c for c in counted if c.component == component and not c.missing]
+        loops[field] = None if not rows else all(c.status is Status.HEALTHY for c in rows)
     counts = metric_sums(families)
     if counts["capitalInvariantViolations"] > 0:
         statuses.append(Status.DEGRADED)  # capital that does not add up: not healthy, still serving
     overall = worst(statuses)
-    reconciliation = by_name.get(RECONCILIATION_JOB)
+    reconciliation = max(
+        (c for c in components if c.component == RECONCILIATION_JOB and not c.missing),
+        key=lambda c: c.updated_at,
+        default=None,
+    )
     return {
         "status": overall.value,
         "ready": overall.allows_readiness,
@@ -106,22 +115,21 @@ def build_report(
         **{field: int(value) for field, value in counts.items()},
         "exchangeLatencyHistogram": latency_histogram(families),
         "database": {"status": "HEALTHY" if database_ok else "BLOCKED", "reason": database_reason},
-        "feeds": _states(c for c in components if c.component.startswith("feed:")),
-        "routes": _states(c for c in components if c.component.startswith("processor")),
-        "jobs": _states(c for c in components if c.component.startswith("job:")),
-        "components": [
-            {
-                "component": c.component,
-                "status": c.status.value,
-                "reason": c.reason,
-                "process": c.process,
-                "updated_at": c.updated_at.isoformat(),
-                "age_s": round(c.age_s, 3),
-            }
-            for c in components
-        ],
+        "feeds": _states(c for c in counted if c.component.startswith("feed:")),
+        "routes": _states(c for c in counted if c.component.startswith("processor")),
+        "jobs": _states(c for c in counted if c.component.startswith("job:")),
+        "components": [c.as_dict() for c in components],
+        "missing": [c.component for c in components if c.missing],
+        "processes": [p.as_dict() for p in process_views(components)],
     }
 
 
 def _states(views: Iterable[ComponentView]) -> dict[str, dict[str, str]]:
-    return {v.component: {"status": v.status.value, "reason": v.reason} for v in views}
+    """One state per component name: the worst of the processes that report it."""
+    order = [Status.HEALTHY, Status.DEGRADED, Status.BLOCKED]
+    states: dict[str, ComponentView] = {}
+    for view in views:
+        known = states.get(view.component)
+        if known is None or order.index(view.status) > order.index(known.status):
+            states[view.component] = view
+    return {name: {"status": v.status.value, "reason": v.reason} for name, v in states.items()}

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class TradingsiteConfig(AppConfig):
-    """The composition root: loads the metric modules every process exports."""
+    """The composition root: loads the metric modules every process exports and names the expected feeds."""
 
     name = "tradingsite"
     verbose_name = "Site"
@@ -12,3 +12,8 @@ class TradingsiteConfig(AppConfig):
 
         # Every family /metrics promises is exported from the start, not once first used.
         load_metric_modules()
+
+        from core.expected import register_expected_source
+        from tradingsite.health_expected import enabled_feeds
+
+        register_expected_source(enabled_feeds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from core import services as health_services
+from core.expected import expected_components
 from core.jobs import periodic_job
 from tradingsite import services
 
@@ -16,4 +17,7 @@ def clear_expired_sessions() -> int:
 
 @periodic_job("prune-component-health", every_s=600.0)
 def prune_component_health() -> int:
-    return health_services.component_health_prune(older_than=timedelta(hours=1))
+    # The last report of an enabled feed or a scheduled job stays, however old: it is
+    # the evidence that the component is dead.
+    expected = [e.component for e in expected_components()]
+    return health_services.component_health_prune(older_than=timedelta(hours=1), expected=expected)

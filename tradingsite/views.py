@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.health_report import build_report
+from core.probes import healthz_response, readiness_response
 from core.readiness import database_reachable
 from core.selectors import component_health_effective
 from tradingsite.metric_peers import health_families
@@ -24,28 +25,23 @@ from tradingsite.web_metrics import web_metrics_registry
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("ok\n", content_type="text/plain")
+    # Normally answered by core.probes.ProbeMiddleware before the session middleware.
+    return healthz_response()
 
 
 @login_not_required
 @require_GET
 @never_cache
 def readyz(request: HttpRequest) -> HttpResponse:
-    ok, db_reason = database_reachable()
-    lines = [f"database: {'HEALTHY' if ok else 'BLOCKED'} {db_reason}"]
-    if ok:
-        for view in component_health_effective():
-            ok = ok and view.status.allows_readiness
-            lines.append(f"{view.component}: {view.status} {view.reason}")
-    body = ("ready\n" if ok else "not ready\n") + "\n".join(lines) + "\n"
-    return HttpResponse(body, status=200 if ok else 503, content_type="text/plain")
+    """This process's readiness (core.probes, normally answered by its middleware)."""
+    return readiness_response(request)
 
 
 @staff_member_required
 @require_GET
 @never_cache
 def internal_health(request: HttpRequest) -> JsonResponse:
-    """Components plus the loop, lock and reconciliation fields (core.health_report)."""
+    """Every process, feed and job (expected ones nobody reports included) plus the loop fields."""
     db_ok, db_reason = database_reachable()
     components = component_health_effective() if db_ok else []
     families, peers = health_families()  # this process's counters plus METRICS_PEERS' (None: its own only)

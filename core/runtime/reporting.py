@@ -18,7 +18,7 @@ async def report_health_forever(ctx: RuntimeContext, *, interval_s: float, stale
     report = database_sync_to_async(services.component_health_report)
     while True:
         try:
-            await report(process=ctx.instance_id, health=ctx.health.snapshot(), default_stale_after_s=stale_after_s)
+            await report(process=ctx.health.process, health=ctx.health.snapshot(), default_stale_after_s=stale_after_s)
         except Exception:
             log.exception("health: report failed")
         await asyncio.sleep(interval_s)
@@ -26,4 +26,4 @@ async def report_health_forever(ctx: RuntimeContext, *, interval_s: float, stale
 
 async def withdraw_health(ctx: RuntimeContext) -> None:
     """Remove the process's reports on a clean stop, so readiness does not wait for them to go stale."""
-    await database_sync_to_async(services.component_health_withdraw)(process=ctx.instance_id)
+    await database_sync_to_async(services.component_health_withdraw)(process=ctx.health.process)

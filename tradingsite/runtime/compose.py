@@ -10,7 +10,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from core.health import Status
+from core.health import ProcessIdentity, Status
 from core.runtime.core import Phase, Runtime, RuntimeContext, StartupTask
 from core.runtime.periodic import run_periodic_job
 from core.runtime.reporting import report_health_forever, withdraw_health
@@ -27,8 +27,12 @@ from tradingsite.runtime.hubs import RuntimeHubs
 
 
 def _health_reporting(role: str) -> StartupTask:
+    # The reports are keyed by this process; a runfeed's role names its feeds.
+    kind = "runfeed" if role.startswith("feed:") else role
+
     async def start(ctx: RuntimeContext) -> None:
-        ctx.health.set(f"runtime:{role}", Status.HEALTHY, f"process {ctx.instance_id} running")
+        ctx.health.process = ProcessIdentity.of_this_process(role=kind, label=role, instance=ctx.instance_id)
+        ctx.health.set(f"runtime:{role}", Status.HEALTHY, f"process {ctx.health.process.key} running")
         ctx.exit_stack.push_async_callback(withdraw_health, ctx)
         ctx.spawn(
             "health-reporter",

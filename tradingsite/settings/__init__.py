@@ -17,6 +17,7 @@ from tradingsite.settings.channel_layers import *  # noqa: F403
 from tradingsite.settings.dashboard import *  # noqa: F403
 from tradingsite.settings.database import *  # noqa: F403
 from tradingsite.settings.feeds import *  # noqa: F403
+from tradingsite.settings.health import *  # noqa: F403
 from tradingsite.settings.jobs import *  # noqa: F403
 from tradingsite.settings.logs import *  # noqa: F403
 from tradingsite.settings.metrics import *  # noqa: F403
