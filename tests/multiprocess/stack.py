@@ -64,6 +64,15 @@ def recreate_database(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def drop_database(url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+
+
 def flush_redis(url: str) -> None:
     import redis
 
@@ -275,11 +284,14 @@ class DashboardClient:
 
 
 @contextmanager
-def running_stack(database_url: str, redis_url: str, var_dir: Path, base_port: int) -> Iterator[Stack]:
+def running_stack(
+    database_url: str, redis_url: str, var_dir: Path, base_port: int, *, extra_env: dict[str, str] | None = None
+) -> Iterator[Stack]:
     """A fresh database and Redis db, migrated and loaded; the caller starts the processes."""
     recreate_database(database_url)
     flush_redis(redis_url)
     stack = Stack(database_url=database_url, redis_url=redis_url, var_dir=var_dir, base_port=base_port)
+    stack.env.update(extra_env or {})
     try:
         stack.run_release()
         stack.setup_demo()

@@ -19,7 +19,7 @@ from processor.models import Strategy
 from tradingsite.demo import DEMO_FEED, demo_load
 
 FAST_EMA = {"timeframe_s": 1, "fast": 2, "slow": 3, "long_only": False}
-TICK_INTERVAL_MS = 100
+TICK_INTERVAL_MS = int(os.environ.get("STACK_TICK_INTERVAL_MS", "100"))
 
 
 def main() -> None:

@@ -104,6 +104,29 @@ def trade_id_gaps(stack: Stack) -> list[tuple[Any, ...]]:
     )
 
 
+def signal_sources(stack: Stack, since: Any) -> list[tuple[Any, ...]]:
+    """(strategy, symbol) pairs whose signals since `since` came from more than one strategy execution."""
+    return stack.sql(
+        "SELECT strategy_id, symbol, count(DISTINCT split_part(output_id, ':', 1)) FROM processor_strategysignal "
+        "WHERE emitted_at > %s GROUP BY strategy_id, symbol HAVING count(DISTINCT split_part(output_id, ':', 1)) > 1",
+        since,
+    )
+
+
+def pushed_tapes_interleaved(client: DashboardClient) -> list[str]:
+    """Symbols whose pushed trade count went backwards: two processes' tapes in one series."""
+    last: dict[str, int] = {}
+    flipped: list[str] = []
+    for event in client.events:
+        for price in event.get("prices", ()) if event.get("type") == "prices" else ():
+            key = f"{price['feed']}|{price['symbol']}"
+            count = int(price["ticks"])
+            if count < last.get(key, 0) and key not in flipped:
+                flipped.append(key)
+            last[key] = count
+    return flipped
+
+
 def job_runs(log_text: str) -> int:
     return sum(1 for line in log_text.splitlines() if JOB_TASK in line and "succeeded" in line)
 
@@ -232,7 +255,10 @@ def test_the_dashboard_resyncs_every_panel_after_its_web_process_restarts(stack:
 
 
 @pytest.mark.xfail(strict=True, reason="needs the lease branch")
-def test_a_second_runfeed_for_the_same_feed_waits_as_standby(stack: Stack) -> None:
+async def test_a_second_runfeed_for_the_same_feed_waits_as_standby(stack: Stack) -> None:
+    client = DashboardClient(stack, WEB_B)
+    client.start()
+    since = stack.scalar("SELECT now()")
     standby = stack.start("feed", name="feed-standby")
     try:
         before = tick_count(stack)
@@ -240,10 +266,13 @@ def test_a_second_runfeed_for_the_same_feed_waits_as_standby(stack: Stack) -> No
         while time.monotonic() < deadline:
             assert standby.alive(), standby.output()[-2000:]
             assert duplicate_trade_ids(stack) == []  # one tape, not two interleaved ones
-            time.sleep(1)
+            assert signal_sources(stack, since) == []  # one strategy instance per instrument
+            assert pushed_tapes_interleaved(client) == []  # browsers see one series
+            await asyncio.sleep(1)
         assert tick_count(stack) > before  # the holder goes on recording
     finally:
-        stack.stop(standby)
+        await client.stop()
+        await asyncio.to_thread(stack.stop, standby)
 
 
 @pytest.mark.xfail(strict=True, reason="needs the lease branch")
