@@ -148,10 +148,14 @@ def main() -> None:
     port = int(os.environ.get("BENCH_STACK_PORT", "8711"))
     ports = (port, port + 1)
     print(f"machine: {os.cpu_count()} cores; PostgreSQL {database_url.rsplit('@', 1)[-1]}, Redis {redis_url}")
+    # The production cadences (the tests' short ones would cost CPU a deployment does not spend).
     extra = {
         "STACK_TICK_INTERVAL_MS": "10",
         "DASHBOARD_PUSH_INTERVAL_S": "0.25",
         "DASHBOARD_BROWSER_INTERVAL_S": "0.25",
+        "HEALTH_REPORT_INTERVAL_S": "2",
+        "HEALTH_STALE_AFTER_S": "15",
+        "PERIODIC_JOB_INTERVALS": "",
         "LOG_LEVEL": "WARNING",
     }
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as var_dir:

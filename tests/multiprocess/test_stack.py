@@ -156,10 +156,10 @@ async def test_ticks_signals_orders_jobs_and_pushes_reach_both_web_processes(sta
         )
         await until(lambda: stack.scalar("SELECT count(*) FROM orders_order") > 0, timeout_s=60, what="orders")
         await until(
-            lambda: stack.scalar(
-                "SELECT status FROM tradingsite_componenthealth WHERE component = %s", f"job:{JOB}"
-            )
-            == "HEALTHY",
+            lambda: (
+                stack.scalar("SELECT status FROM tradingsite_componenthealth WHERE component = %s", f"job:{JOB}")
+                == "HEALTHY"
+            ),
             timeout_s=20,
             what="a periodic job run by the worker on beat's schedule",
         )

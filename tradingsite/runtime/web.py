@@ -143,7 +143,10 @@ def serve_with_runtime(application: Any, runtime: Runtime, *, host: str, port: i
 
     async def run_runtime() -> None:
         outcome["code"] = await runtime.run()
-        await close_websockets_going_away(outcome["server"])
+        try:
+            await close_websockets_going_away(outcome["server"])
+        except Exception:
+            log.exception("site: closing websockets failed; stopping anyway")
         if reactor.running:
             reactor.stop()  # type: ignore[misc]  # twisted's reactor is a module typed as a class
 
