@@ -11,6 +11,7 @@ behaviour and are expected to fail until those land.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import shutil
 import signal
@@ -136,6 +137,19 @@ def feed_status(stack: Stack, port: int) -> str | None:
     return feeds.get("feed:sim", {}).get("status")
 
 
+def scheme_redirect(port: int, *, proxied: bool) -> tuple[int, str]:
+    """DEBUG=0 redirects plain HTTP to HTTPS; behind the proxy (X-Forwarded-Proto: https) it serves."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        headers = {"X-Forwarded-Proto": "https"} if proxied else {}
+        connection.request("GET", "/login/", headers=headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status, response.getheader("Location", "")
+    finally:
+        connection.close()
+
+
 # ---- the happy path ------------------------------------------------------------------
 
 
@@ -167,6 +181,8 @@ async def test_ticks_signals_orders_jobs_and_pushes_reach_both_web_processes(sta
         for port in (WEB_A, WEB_B):
             assert stack.get(port, "/readyz")[0] == 200
             assert feed_status(stack, port) == "HEALTHY"
+            assert scheme_redirect(port, proxied=False) == (301, f"https://127.0.0.1:{port}/login/")
+            assert scheme_redirect(port, proxied=True) == (200, "")
     finally:
         for client in clients:
             await client.stop()

@@ -60,19 +60,23 @@ def site_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], 
     return env, json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("command", ["runweb", "runsite"])
-async def test_sigterm_closes_the_dashboard_socket_with_going_away(
-    site_env: tuple[dict[str, str], str], command: str
-) -> None:
-    env, session_key = site_env
-    port = free_port()
-    process = subprocess.Popen(
+def start_web(command: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [sys.executable, "manage.py", command, "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+
+
+@pytest.mark.parametrize("command", ["runweb", "runsite"])
+async def test_sigterm_closes_the_dashboard_socket_with_going_away(
+    site_env: tuple[dict[str, str], str], command: str
+) -> None:
+    env, session_key = site_env
+    port = free_port()
+    process = start_web(command, port, env)
     try:
         headers = {"Cookie": f"sessionid={session_key}", "Origin": f"http://127.0.0.1:{port}"}
 
