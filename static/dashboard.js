@@ -420,12 +420,14 @@
 
   // ---- socket ---------------------------------------------------------------------
   let opened = 0;
+  let goingAway = false;
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/ws/dashboard/`);
     let acked = 0;
     socket.onopen = () => {
       attempt = 0;
+      goingAway = false;
       opened += 1;
       setState("live", "live");
       if (opened > 1) resync();
@@ -452,9 +454,11 @@
     socket.onclose = (event) => {
       if (event.code === 4401) { setState("closed", "logged out"); location.reload(); return; }
       attempt += 1;
-      // The first retry comes within a second (a restarting web process closes with 1001
-      // and the proxy routes the new socket to another one), later ones back off.
-      const delay = Math.random() * Math.min(30000, 500 * 2 ** attempt);
+      // 1001: the web process is restarting (the proxy routes the next socket to another
+      // one, or it is back within seconds): keep retrying every few seconds instead of
+      // backing off to half a minute, so the page is live and re-synced soon after.
+      if (event.code === 1001) goingAway = true;
+      const delay = Math.random() * Math.min(goingAway ? 4000 : 30000, 500 * 2 ** attempt);
       setState("wait", `reconnecting in ${(delay / 1000).toFixed(1)}s`);
       setTimeout(connect, delay);
     };

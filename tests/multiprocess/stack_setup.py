@@ -1,7 +1,7 @@
 """The stack's objects, created in its own database (run in a subprocess with the stack's env).
 
 The demo (feed `sim`, five instruments, `ema-cross` and `sol-volume-breakout` trading a
-paper account, staff user `demo`), with the EMA on one-second buckets so that signals,
+paper account, staff user `demo`), with the EMA on three-second buckets so that signals,
 and the paper orders they place, come within seconds; and a login session for `demo`.
 """
 
@@ -17,7 +17,7 @@ from feeds.models import Feed
 from processor.models import Strategy
 from tradingsite.demo import DEMO_FEED, demo_load
 
-FAST_EMA = {"timeframe_s": 1, "fast": 2, "slow": 3, "long_only": False}
+FAST_EMA = {"timeframe_s": 3, "fast": 2, "slow": 4, "long_only": False}
 TICK_INTERVAL_MS = int(os.environ.get("STACK_TICK_INTERVAL_MS", "100"))
 
 
