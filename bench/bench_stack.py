@@ -166,9 +166,6 @@ def main() -> None:
                 stack.wait_ready(p, process)
             asyncio.run(measure(stack, ports, processes, args.window))
             failover(stack)
-        from tests.multiprocess.stack import drop_database
-
-        drop_database(database_url)
 
 
 if __name__ == "__main__":

@@ -287,7 +287,7 @@ class DashboardClient:
 def running_stack(
     database_url: str, redis_url: str, var_dir: Path, base_port: int, *, extra_env: dict[str, str] | None = None
 ) -> Iterator[Stack]:
-    """A fresh database and Redis db, migrated and loaded; the caller starts the processes."""
+    """A fresh database (dropped after) and Redis db, migrated and loaded; the caller starts the processes."""
     recreate_database(database_url)
     flush_redis(redis_url)
     stack = Stack(database_url=database_url, redis_url=redis_url, var_dir=var_dir, base_port=base_port)
@@ -298,3 +298,4 @@ def running_stack(
         yield stack
     finally:
         stack.stop_all()
+        drop_database(database_url)
