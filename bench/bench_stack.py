@@ -158,14 +158,16 @@ def main() -> None:
         "PERIODIC_JOB_INTERVALS": "",
         "LOG_LEVEL": "WARNING",
     }
-    with tempfile.TemporaryDirectory(prefix="bench-stack-") as var_dir:
-        with running_stack(database_url, redis_url, Path(var_dir), port, extra_env=extra) as stack:
-            webs = [stack.start("web", name=f"web-{p}", port=p) for p in ports]
-            processes = [*webs, stack.start("feed"), stack.start("worker"), stack.start("beat")]
-            for p, process in zip(ports, webs, strict=True):
-                stack.wait_ready(p, process)
-            asyncio.run(measure(stack, ports, processes, args.window))
-            failover(stack)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-stack-") as var_dir,
+        running_stack(database_url, redis_url, Path(var_dir), port, extra_env=extra) as stack,
+    ):
+        webs = [stack.start("web", name=f"web-{p}", port=p) for p in ports]
+        processes = [*webs, stack.start("feed"), stack.start("worker"), stack.start("beat")]
+        for p, process in zip(ports, webs, strict=True):
+            stack.wait_ready(p, process)
+        asyncio.run(measure(stack, ports, processes, args.window))
+        failover(stack)
 
 
 if __name__ == "__main__":
