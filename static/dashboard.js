@@ -1,7 +1,9 @@
 // Live dashboard: one websocket (jittered reconnect), batches acknowledged so the server
 // can tell a stalled tab; prices and charts update in place; other panels are
 // re-rendered by the server (/dashboard/panels/<name>/) when a pushed event says they
-// changed. Numbers stay the server's exact strings; Number() is for drawing only.
+// changed. After a reconnect every panel is re-synced from the server (pushes of the gap
+// are lost: a web process restarted, or the network dropped). Numbers stay the server's
+// exact strings; Number() is for drawing only.
 (function () {
   "use strict";
   const badge = document.getElementById("connection");
@@ -317,31 +319,61 @@
     redrawSignalMarker(entry);
   }
 
+  // A stored signal with its outcomes (the page's, or the prices panel's after a reconnect).
+  function applyStoredSignal(signal) {
+    const entry = signalEntry(signal);
+    entry.signal = signal;
+    signal.outcomes.forEach((outcome) => entry.outcomes.set(accountKey(outcome), outcome));
+    applySignalMarker(signal);
+    redrawSignalMarker(entry);
+  }
+
   // Markers as they were before a reload: the page carries recent signals with their outcomes.
   function drawInitialSignals() {
     const script = document.getElementById("chart-signals");
     if (!script) return;
-    JSON.parse(script.textContent).forEach((signal) => {
-      const entry = signalEntry(signal);
-      entry.signal = signal;
-      signal.outcomes.forEach((outcome) => entry.outcomes.set(accountKey(outcome), outcome));
-      applySignalMarker(signal);
-    });
+    JSON.parse(script.textContent).forEach(applyStoredSignal);
   }
 
   // ---- server-rendered panels ---------------------------------------------------
   const refreshTimers = new Map();
+  function fetchPanel(name) {
+    return fetch(`/dashboard/panels/${name}/`, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  }
+  async function loadPanel(section) {
+    const response = await fetchPanel(section.dataset.panel);
+    if (!response.ok) throw new Error(`panel ${section.dataset.panel}: HTTP ${response.status}`);
+    section.innerHTML = await response.text();
+    section.dataset.refreshed = String(Number(section.dataset.refreshed || 0) + 1);
+  }
   function refreshPanel(section) {
     const name = section.dataset.panel;
     if (refreshTimers.has(name)) return; // at most one refresh per panel per second
-    refreshTimers.set(name, setTimeout(async () => {
+    refreshTimers.set(name, setTimeout(() => {
       refreshTimers.delete(name);
-      const response = await fetch(`/dashboard/panels/${name}/`, { credentials: "same-origin", headers: { Accept: "text/html" } });
-      if (response.ok) {
-        section.innerHTML = await response.text();
-        section.dataset.refreshed = String(Number(section.dataset.refreshed || 0) + 1);
-      }
+      loadPanel(section).catch(() => {});
     }, 1000));
+  }
+
+  // ---- re-sync after a reconnect --------------------------------------------------
+  // What was pushed while the socket was down is gone: re-render every server-rendered
+  // panel (signals with their outcomes, orders, positions, accounts, controls, health),
+  // and redraw the charts' signal markers from the prices panel's stored signals. The
+  // prices panel itself stays (it is live state); its next push brings each price.
+  async function resyncCharts() {
+    const response = await fetchPanel("prices");
+    if (!response.ok) throw new Error(`panel prices: HTTP ${response.status}`);
+    const html = new DOMParser().parseFromString(await response.text(), "text/html");
+    const script = html.getElementById("chart-signals");
+    if (script) JSON.parse(script.textContent).forEach(applyStoredSignal);
+  }
+  async function resync() {
+    const sections = [...document.querySelectorAll("[data-panel]")].filter((s) => s.dataset.panel !== "prices");
+    const results = await Promise.allSettled([...sections.map(loadPanel), resyncCharts()]);
+    const failed = results.filter((r) => r.status === "rejected").length;
+    // Read by the browser tests; a failed part is retried on the next reconnect.
+    document.body.dataset.resyncs = String(Number(document.body.dataset.resyncs || 0) + 1);
+    document.body.dataset.resyncFailed = String(failed);
   }
   function refreshPanelsFor(type) {
     document.querySelectorAll("[data-refresh-on]").forEach((section) => {
@@ -387,13 +419,18 @@
   }
 
   // ---- socket ---------------------------------------------------------------------
+  let opened = 0;
+  let goingAway = false;
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/ws/dashboard/`);
     let acked = 0;
     socket.onopen = () => {
       attempt = 0;
+      goingAway = false;
+      opened += 1;
       setState("live", "live");
+      if (opened > 1) resync();
       // Other panels (static/recovery.js) listen to the socket through DOM events.
       window.dispatchEvent(new CustomEvent("dashboard:open"));
     };
@@ -417,7 +454,11 @@
     socket.onclose = (event) => {
       if (event.code === 4401) { setState("closed", "logged out"); location.reload(); return; }
       attempt += 1;
-      const delay = Math.random() * Math.min(30000, 500 * 2 ** attempt);
+      // 1001: the web process is restarting (the proxy routes the next socket to another
+      // one, or it is back within seconds): keep retrying every few seconds instead of
+      // backing off to half a minute, so the page is live and re-synced soon after.
+      if (event.code === 1001) goingAway = true;
+      const delay = Math.random() * Math.min(goingAway ? 4000 : 30000, 500 * 2 ** attempt);
       setState("wait", `reconnecting in ${(delay / 1000).toFixed(1)}s`);
       setTimeout(connect, delay);
     };
