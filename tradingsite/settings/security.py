@@ -1,6 +1,8 @@
-"""Secrets, allowed hosts, and the HTTPS and cookie hardening that DEBUG=0 switches on."""
+"""Secrets, allowed hosts, the HTTPS and cookie hardening that DEBUG=0 switches on, login throttling."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -40,3 +42,32 @@ if not DEBUG:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+
+# Login throttling (django-axes) on every password login: the site's, the admin's, and
+# any view that calls django.contrib.auth.authenticate with the request. After
+# AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# refused (HTTP 429, templates/registration/locked_out.html) for AXES_COOLOFF_MINUTES,
+# even with the right password; `manage.py axes_reset` lifts a lockout at once.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
+# Alternatives separated by commas, parameters locked together joined by "+":
+# "username+ip_address" (default) locks one username from one address, so a guesser
+# cannot lock the real user out from elsewhere; "username" locks the username everywhere.
+AXES_LOCKOUT_PARAMETERS = [
+    part.split("+") if "+" in part else part
+    for part in env.list("AXES_LOCKOUT_PARAMETERS", default=["username+ip_address"])
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is the socket's peer unless a trusted proxy sets X-Forwarded-For:
+# a forged header must not give every guess a fresh address.
+if env.bool("BEHIND_TLS_PROXY", default=False):
+    AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=1)
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+else:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
