@@ -1,9 +1,11 @@
-"""Secrets, allowed hosts, the HTTPS and cookie hardening that DEBUG=0 switches on, login throttling."""
+"""Secrets, allowed hosts, the HTTPS and cookie hardening that DEBUG=0 switches on, login
+throttling, the Content-Security-Policy."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from tradingsite.local_secrets import new_fernet_key, new_secret_key, read_or_create
@@ -71,3 +73,26 @@ if env.bool("BEHIND_TLS_PROXY", default=False):
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
 else:
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+
+# Content-Security-Policy (django-csp) on every page: scripts, styles, images and
+# connections from the site itself only (the chart library is a static file of the
+# site), no inline script or style, no plugins, no framing, forms post only here.
+# 'self' in connect-src covers the dashboard websocket on the same host and port.
+# The one inline style allowed is the chart library's attribution-logo rule, a fixed
+# string inside the library, by its hash: an upgrade that changes it shows up as a
+# violation in the browser test (tests/security/test_csp_browser.py).
+CHART_ATTRIBUTION_STYLE_HASH = "'sha256-3pRED1tOXas1FXFoPb9TGCjmYe9XQsmO9OV23khV2nY='"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, CHART_ATTRIBUTION_STYLE_HASH],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
