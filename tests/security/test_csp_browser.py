@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import browser, open_dashboard, orm_beside_playwright, site  # noqa: F401  (fixtures)
-from tests.e2e.conftest import Site
+from tests.e2e.conftest import Site, browser, open_dashboard, orm_beside_playwright, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.needs_chromium
 
