@@ -38,9 +38,8 @@ class Watched:
     def visit(self, path: str) -> list[Any]:
         response = self.page.goto(path)
         assert response is not None and response.status < 400, f"{path}: {response and response.status}"
-        assert "Content-Security-Policy" in response.headers.get("content-security-policy", "") or (
-            "script-src 'self'" in response.headers.get("content-security-policy", "")
-        ), f"{path}: no Content-Security-Policy header"
+        policy = response.headers.get("content-security-policy", "")
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy, f"{path}: policy {policy!r}"
         self.page.wait_for_load_state("networkidle")
         return self.violations()
 
