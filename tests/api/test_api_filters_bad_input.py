@@ -51,7 +51,7 @@ JUNK = [
     "x" * 5000,
     "",
 ]
-PK_JUNK = ["0", "-1", "99999999999999999999", str(2**63), "abc", "ü", "😀", "%00", "1e3", "x" * 500]
+PK_JUNK = ["\x00", "1\x00", "0", "-1", "99999999999999999999", str(2**63), "abc", "ü", "😀", "%00", "1e3", "x" * 500]
 FORMATS = ["json", "xml", "api", "html", "yaml", "zz9"]
 WRITES = ["post", "put", "patch", "delete"]
 PAGINATION = ["limit", "offset"]
