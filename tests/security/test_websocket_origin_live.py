@@ -8,8 +8,11 @@ import asyncio
 import http.cookiejar
 import json
 import re
+import threading
 import urllib.parse
 import urllib.request
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,6 +20,27 @@ import websockets
 from websockets.exceptions import InvalidStatus
 
 from tests.e2e.conftest import PASSWORD, Site, site  # noqa: F401  (fixture)
+
+T = TypeVar("T")
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run in a thread of its own: the browser tests' Playwright loop may own this one."""
+    out: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            out.append(asyncio.run(coroutine))
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return out[0]
 
 
 def session_cookie(base: str, username: str = "bob") -> str:
@@ -47,5 +71,5 @@ def test_the_real_server_refuses_another_port_or_host_and_streams_to_its_own_ori
     port = urlsplit(site.base).port
     url = site.base.replace("http://", "ws://") + "/ws/dashboard/"
     for origin in [f"http://127.0.0.1:{port + 1}", "http://localhost:1234", f"https://127.0.0.1:{port}"]:
-        assert asyncio.run(refused(url, cookie, origin)) == 403, origin
-    assert "type" in asyncio.run(first_message(url, cookie, site.base))
+        assert run(refused(url, cookie, origin)) == 403, origin
+    assert "type" in run(first_message(url, cookie, site.base))
