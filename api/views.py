@@ -6,47 +6,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import models
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api import serializers
+from api import filters, serializers
 from core.health_report import build_report
 from core.readiness import database_reachable
 from core.selectors import component_health_effective
 from dashboard import selectors
-from orders.models import Outcome, TradeSetting
+from orders.models import TradeSetting
 from recovery.selectors import prompts_open_for_user
-
-# Ids and foreign keys are 64-bit on PostgreSQL; a larger number would fail in the database.
-_ID_RANGE = range(-(2**63), 2**63)
-
-
-def _filtered(queryset: QuerySet[Any], request: Request, *names: str) -> QuerySet[Any]:
-    """Apply exact-match query parameters (?status=FILLED&account=3) that name model fields.
-
-    A value the field cannot hold (?account=abc) is a 400 naming the parameter, not a 500.
-    """
-    for name in names:
-        value = request.query_params.get(name)
-        if value in (None, ""):
-            continue
-        field = queryset.model._meta.get_field(name)
-        if field.is_relation or isinstance(field, (models.IntegerField, models.AutoField)):
-            try:
-                number = int(value)
-            except ValueError:
-                number = None
-            if number is None or number not in _ID_RANGE:
-                raise ValidationError({name: [f"{value[:40]!r} is not an id"]})
-        queryset = queryset.filter(**{name: value})
-    return queryset
 
 
 class AccountViewSet(viewsets.ReadOnlyModelViewSet):
@@ -64,76 +38,51 @@ class AccountViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses=serializers.LedgerEntrySerializer(many=True))
     @action(detail=True, methods=["get"])
-    def journal(self, request: Request, pk: str | None = None) -> Response:
+    def journal(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         """The account's ledger journal, newest first: every movement of its capital."""
         account = self.get_object()
         page = self.paginate_queryset(selectors.ledger_entries_for_user(request.user, account_id=account.pk))
         return self.get_paginated_response(serializers.LedgerEntrySerializer(page, many=True).data)
 
 
-_account_param = OpenApiParameter("account", int, description="Only this account's rows.")
-
-
-@extend_schema(parameters=[_account_param, OpenApiParameter("status", str), OpenApiParameter("client_order_id", str)])
 class OrderViewSet(viewsets.ReadOnlyModelViewSet):
     """Orders on your accounts, newest first."""
 
     serializer_class = serializers.OrderSerializer
+    filterset_class = filters.OrderFilter
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(
-            selectors.orders_for_user(self.request.user), self.request, "account", "status", "client_order_id"
-        )
+        return selectors.orders_for_user(self.request.user)
 
 
-@extend_schema(parameters=[_account_param, OpenApiParameter("order", int)])
 class FillViewSet(viewsets.ReadOnlyModelViewSet):
     """Executions on your accounts, newest first."""
 
     serializer_class = serializers.FillSerializer
+    filterset_class = filters.FillFilter
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(selectors.fills_for_user(self.request.user), self.request, "account", "order")
+        return selectors.fills_for_user(self.request.user)
 
 
-@extend_schema(parameters=[_account_param, OpenApiParameter("state", str, enum=["OPEN", "CLOSED"])])
 class PositionViewSet(viewsets.ReadOnlyModelViewSet):
     """Positions on your accounts with realized and (open ones) unrealized P&L at the last recorded tick."""
 
     serializer_class = serializers.PositionSerializer
+    filterset_class = filters.PositionFilter
 
     def get_queryset(self) -> QuerySet[Any]:
-        return _filtered(selectors.positions_for_user(self.request.user), self.request, "account", "state")
+        return selectors.positions_for_user(self.request.user)
 
 
-_outcome_param = OpenApiParameter(
-    "outcome", str, enum=Outcome.values, description="Only signals with this outcome on one of your accounts."
-)
-
-
-@extend_schema(
-    parameters=[
-        OpenApiParameter("strategy", int),
-        OpenApiParameter("symbol", str),
-        OpenApiParameter("kind", str),
-        _outcome_param,
-    ]
-)
 class SignalViewSet(viewsets.ReadOnlyModelViewSet):
     """Signals of the strategies that trade on your accounts, newest first, each with its outcome per account."""
 
     serializer_class = serializers.SignalSerializer
+    filterset_class = filters.SignalFilter
 
     def get_queryset(self) -> QuerySet[Any]:
-        signals = _filtered(selectors.signals_for_user(self.request.user), self.request, "strategy", "symbol", "kind")
-        outcome = self.request.query_params.get("outcome")
-        if outcome not in (None, ""):
-            if outcome not in Outcome.values:
-                raise ValidationError(
-                    {"outcome": [f"{outcome!r} is not an outcome; one of: {', '.join(Outcome.values)}"]}
-                )
-            signals = selectors.signals_with_outcome(signals, self.request.user, outcome)
-        return signals
+        return selectors.signals_for_user(self.request.user)
 
     # Outcomes are attached to the page (or the one signal) in a single query: no query per signal.
     def paginate_queryset(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any] | None:
@@ -173,13 +122,13 @@ class HealthViewSet(viewsets.ViewSet):
     lookup_value_regex = ".+"  # component names hold ":" and "/" ("feed:sim/trades")
 
     @extend_schema(operation_id="health_list", responses={200: dict})
-    def list(self, request: Request) -> Response:
+    def list(self, request: Request, format: str | None = None) -> Response:
         db_ok, db_reason = database_reachable()
         components = component_health_effective() if db_ok else []
         return Response(build_report(database_ok=db_ok, database_reason=db_reason, components=components))
 
     @extend_schema(operation_id="health_retrieve", responses={200: dict})
-    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+    def retrieve(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         for view in component_health_effective():
             if view.component == pk:
                 return Response(

@@ -8,6 +8,10 @@ keep their order. The browser acknowledges each batch; one that stops acknowledg
 piled up for it without bound. Strategy rows reach only users whose accounts trade
 that strategy.
 
+A logout ends the sockets of that session: each socket also joins its session's group,
+and django.contrib.auth's user_logged_out (sent before the session is flushed) tells
+that group to close with CLOSE_UNAUTHENTICATED, so a stream never outlives its login.
+
 Browser message types: "prices", "strategy.output" (processor.publishing outputs),
 "strategy.signal", "prompt" (recovery.push), "trade" (orders.events), and any other
 app's type unchanged. Apps need no handler method here: `dispatch` relays every group
@@ -17,15 +21,21 @@ message; add a line to BROWSER_TYPES only to rename a type for the browser.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth.signals import user_logged_out
+from django.dispatch import receiver
+from django.http import HttpRequest
 
 from core.push_groups import MARKET_GROUP, user_group
 from dashboard import metrics
@@ -40,6 +50,24 @@ CLOSE_STALLED = 4408
 VISIBLE_STRATEGIES_REFRESH_S = 10.0
 # Channel-layer message type -> the type the browser sees, where they differ.
 BROWSER_TYPES = {"recovery.prompt": "prompt", "orders.trade": "trade"}
+SESSION_ENDED = "dashboard.session_ended"
+
+
+def session_group(session_key: str) -> str:
+    """The group of one login session's sockets; the key itself never leaves the process."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+@receiver(user_logged_out, dispatch_uid="dashboard-close-sockets-on-logout")
+def close_sockets_on_logout(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    layer = get_channel_layer()
+    if not session_key or layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(session_group(session_key), {"type": SESSION_ENDED})
+    except Exception:  # the logout itself stands; such a socket stays open until it reconnects (refused)
+        log.warning("dashboard: could not tell the sockets of a logged-out session", exc_info=True)
 
 
 def _dumps(message: dict[str, Any]) -> str:
@@ -67,6 +95,9 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         )
         await self._refresh_visible_strategies()
         self.groups_joined = [MARKET_GROUP, user_group(user.pk)]
+        session = self.scope.get("session")
+        if session is not None and session.session_key:
+            self.groups_joined.append(session_group(session.session_key))
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -105,6 +136,10 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             await super().dispatch(message)
             return
         if self.outbox is None:
+            return
+        if message["type"] == SESSION_ENDED:
+            self.outbox = None
+            await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         if message["type"] in BROWSER_TYPES:
             message = {**message, "type": BROWSER_TYPES[message["type"]]}

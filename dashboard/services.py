@@ -4,6 +4,9 @@ Each service checks the actor may make the change, applies it under a row lock, 
 a ControlAudit row in the same transaction and, after commit, tells open dashboards.
 A strategy is shared by every account that trades it, so only staff switch strategies
 and the global kill switch; a user switches their own trade settings and accounts.
+Each change is pushed only to the users who may see its object: a strategy's to the
+owners of the accounts trading it, a trade setting's or an account's to its owner, the
+global kill switch's to everyone.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from core.push_groups import MARKET_GROUP, user_group
 from dashboard.metrics import CONTROL_CHANGES
 from dashboard.models import ControlAction, ControlAudit, KillSwitch
 from dashboard.selectors import GLOBAL_SCOPE, account_scope, accounts_for_user, trade_settings_for_user
+from orders.models import TradeSetting
 from processor.models import Strategy
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,19 @@ def _push_controls_on_commit(group: str, change: dict[str, Any]) -> None:
     transaction.on_commit(lambda: _push_controls_rollback_unsafe(group, change))
 
 
+def _strategy_audience(strategy_id: int, actor: User) -> list[str]:
+    """The groups of the users who may see a strategy: owners of accounts that trade it, and the actor.
+
+    A strategy is visible only to users trading it (dashboard.selectors.visible_strategy_ids);
+    the market group would tell every connected user that it exists and was switched.
+    """
+    owners = set(
+        TradeSetting.objects.filter(strategy_id=strategy_id).values_list("account__owner_id", flat=True).distinct()
+    )
+    owners.add(actor.pk)
+    return [user_group(owner_id) for owner_id in sorted(owners)]
+
+
 def strategy_set_enabled(*, actor: User, strategy_id: int, enabled: bool, reason: str = "") -> Strategy:
     """Enable or disable a strategy (staff only); the processor picks it up on its next reconcile."""
     if not getattr(actor, "is_staff", False):
@@ -84,7 +101,9 @@ def strategy_set_enabled(*, actor: User, strategy_id: int, enabled: bool, reason
                 after={"enabled": enabled},
                 reason=reason,
             )
-            _push_controls_on_commit(MARKET_GROUP, {"object": "strategy", "id": strategy.pk, "enabled": enabled})
+            change = {"object": "strategy", "id": strategy.pk, "enabled": enabled}
+            for group in _strategy_audience(strategy.pk, actor):
+                _push_controls_on_commit(group, change)
     return strategy
 
 

@@ -22,6 +22,7 @@ from tradingsite.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # a browser sends both; the origin must be the host's own
 
 
 @database_sync_to_async
@@ -37,7 +38,7 @@ def trader(username: str, strategy: Strategy | None = None) -> tuple[int, bytes]
 
 
 async def connect(cookie: bytes) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, (b"cookie", cookie)])
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST, (b"cookie", cookie)])
     connected, _ = await communicator.connect()
     assert connected
     return communicator

@@ -16,6 +16,7 @@ from tradingsite.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # a browser sends both; the origin must be the host's own
 
 
 def _cookie(user) -> bytes:  # type: ignore[no-untyped-def]
@@ -32,7 +33,7 @@ async def test_trade_events_reach_the_owner_only(executor: TradeExecutor, settin
     browsers = {}
     for name, setup in (("alice", alice), ("bob", bob)):
         cookie = await database_sync_to_async(_cookie)(setup.account.owner)
-        communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, (b"cookie", cookie)])
+        communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST, (b"cookie", cookie)])
         connected, _ = await communicator.connect()
         assert connected
         browsers[name] = communicator

@@ -34,6 +34,7 @@ from tradingsite.asgi import application
 pytestmark = pytest.mark.django_db(transaction=True)
 KEY = TokenKey("upstox", TokenKind.OAUTH)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # a browser sends both; the origin must be the host's own
 PASSWORD = "pw-long-enough-123"
 
 
@@ -95,7 +96,7 @@ async def test_expire_prompt_code_valid_cleared_and_datasource_resumed_without_l
     await manager.refresh()
     health = HealthBoard()
     tasks = [asyncio.create_task(manager.run()), asyncio.create_task(AuthStateCoordinator(auth_state, health).run())]
-    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, (b"cookie", cookie)])
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST, (b"cookie", cookie)])
     web = AsyncClient()
     await web.aforce_login(owner)
     seen_ws: list[dict[str, Any]] = []

@@ -17,6 +17,7 @@ from tradingsite.runtime.compose import build_runtime
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # a browser sends both; the origin must be the host's own
 
 
 @database_sync_to_async
@@ -28,7 +29,7 @@ def session_cookie(username: str = "trader") -> bytes:
 
 
 async def test_anonymous_websocket_is_closed_with_4401() -> None:
-    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN])
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST])
     connected, _ = await communicator.connect()
     assert connected
     closed = await communicator.receive_output(timeout=5)
@@ -50,7 +51,7 @@ async def test_logged_in_websocket_receives_conflated_prices_from_the_running_fe
     settings.DASHBOARD_PUSH_INTERVAL_S = 0.05
     await database_sync_to_async(demo_load)(password="pw-long-enough-123")
     cookie = await session_cookie()
-    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, (b"cookie", cookie)])
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST, (b"cookie", cookie)])
     connected, _ = await communicator.connect()
     assert connected
 

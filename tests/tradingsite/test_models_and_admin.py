@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.http import HttpRequest  # the login throttle (django-axes) needs a request to authenticate
 from django.test import Client
 
 from feeds.models import Feed, Instrument, Subscription
@@ -100,7 +101,7 @@ def test_loaddemo_is_idempotent_and_prints_a_generated_password_once(monkeypatch
     assert "with password" not in second.getvalue() and "password unchanged" in second.getvalue()
     password = first.getvalue().split("with password '")[1].split("'")[0]
     assert len(password) >= 12
-    assert Client().login(username="demo", password=password)
+    assert Client().login(request=HttpRequest(), username="demo", password=password)
     assert Instrument.objects.count() == len(DEMO_INSTRUMENTS) == 5
     assert Subscription.objects.count() == 5
     assert sorted(Strategy.objects.values_list("kind", flat=True)) == ["ema", "volume_breakout"]
@@ -115,7 +116,7 @@ def test_loaddemo_uses_demo_password_from_the_environment(monkeypatch) -> None:
     out = StringIO()
     call_command("loaddemo", stdout=out)
     assert "chosen-password-123" not in out.getvalue()
-    assert Client().login(username="demo", password="chosen-password-123")
+    assert Client().login(request=HttpRequest(), username="demo", password="chosen-password-123")
 
 
 @pytest.mark.parametrize(

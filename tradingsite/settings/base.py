@@ -33,12 +33,16 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "django_filters",
+    "axes",
+    "csp",
     "dashboard",
 ]
 
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # /healthz and /readyz before anything that reads the database (never a 500).
     "core.probes.ProbeMiddleware",
@@ -50,6 +54,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused login into the lockout page
 ]
 
 ROOT_URLCONF = "tradingsite.urls"

@@ -1,7 +1,11 @@
-"""Secrets, allowed hosts, and the HTTPS and cookie hardening that DEBUG=0 switches on."""
+"""Secrets, allowed hosts, the HTTPS and cookie hardening that DEBUG=0 switches on, login
+throttling, the Content-Security-Policy."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from tradingsite.local_secrets import new_fernet_key, new_secret_key, read_or_create
@@ -40,3 +44,55 @@ if not DEBUG:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+
+# Login throttling (django-axes) on every password login: the site's, the admin's, and
+# any view that calls django.contrib.auth.authenticate with the request. After
+# AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# refused (HTTP 429, templates/registration/locked_out.html) for AXES_COOLOFF_MINUTES,
+# even with the right password; `manage.py axes_reset` lifts a lockout at once.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
+# Alternatives separated by commas, parameters locked together joined by "+":
+# "username+ip_address" (default) locks one username from one address, so a guesser
+# cannot lock the real user out from elsewhere; "username" locks the username everywhere.
+AXES_LOCKOUT_PARAMETERS = [
+    part.split("+") if "+" in part else part
+    for part in env.list("AXES_LOCKOUT_PARAMETERS", default=["username+ip_address"])
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is the socket's peer unless a trusted proxy sets X-Forwarded-For:
+# a forged header must not give every guess a fresh address.
+if env.bool("BEHIND_TLS_PROXY", default=False):
+    AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=1)
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+else:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+
+# Content-Security-Policy (django-csp) on every page: scripts, styles, images and
+# connections from the site itself only (the chart library is a static file of the
+# site), no inline script or style, no plugins, no framing, forms post only here.
+# 'self' in connect-src covers the dashboard websocket on the same host and port.
+# The one inline style allowed is the chart library's attribution-logo rule, a fixed
+# string inside the library, by its hash: an upgrade that changes it shows up as a
+# violation in the browser test (tests/security/test_csp_browser.py).
+CHART_ATTRIBUTION_STYLE_HASH = "'sha256-3pRED1tOXas1FXFoPb9TGCjmYe9XQsmO9OV23khV2nY='"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, CHART_ATTRIBUTION_STYLE_HASH],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
