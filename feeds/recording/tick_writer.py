@@ -311,9 +311,7 @@ def _insert_skipping_recorded(ticks: Sequence[Tick]) -> int:
     """Insert `ticks` one statement each, skipping those already recorded; return how many went in."""
     by_column = {field.attname: field for field in Tick._meta.concrete_fields}
     fields = [by_column[name] for name in TICK_COLUMNS]
-    params = [
-        [field.get_db_prep_save(getattr(tick, field.attname), connection) for field in fields] for tick in ticks
-    ]
+    params = [[field.get_db_prep_save(getattr(tick, field.attname), connection) for field in fields] for tick in ticks]
     with connection.cursor() as cursor:
         cursor.executemany(insert_skipping_recorded_statement(), params)
         return max(cursor.rowcount, 0)

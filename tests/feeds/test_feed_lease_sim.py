@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from core.health import HealthBoard
 from websockets.exceptions import ConnectionClosed
 
+from core.health import HealthBoard
 from feeds.market import MarketData
 from feeds.streams.local_streams import build_local_stream
 from feeds.venues.base import FeedSpec, InstrumentSpec

@@ -41,7 +41,9 @@ def _record_twice(writer_factory: Callable[[], TickWriter | PipelinedWriter]) ->
 
     first = run([trade(i) for i in range(1, 7)] + [no_id])
     second = run([trade(i) for i in range(4, 10)] + [no_id, trade(2, symbol="ETHUSDT")])
-    btc = list(Tick.objects.filter(instrument__venue_symbol="BTCUSDT").order_by("pk").values_list("trade_id", flat=True))
+    btc = list(
+        Tick.objects.filter(instrument__venue_symbol="BTCUSDT").order_by("pk").values_list("trade_id", flat=True)
+    )
     assert btc == [str(i) for i in range(1, 10)]  # each trade once, in order
     eth = list(Tick.objects.filter(instrument__venue_symbol="ETHUSDT").values_list("trade_id", flat=True))
     assert sorted(eth) == ["", "", "2"]  # trades without an id are not constrained
