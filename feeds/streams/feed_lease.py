@@ -121,41 +121,43 @@ class FeedLeases:
             taken.append(name)
         return True
 
-    async def _describe_holders(self) -> str:
-        parts = []
+    async def _other_holders(self) -> tuple[tuple[str, ...], str]:
+        """(the other owners, as a key that changes with the holder; who holds what until when)."""
+        owners: list[str] = []
+        parts: list[str] = []
         for name in self.names:
             held = await self._store.holder(name)
             if held is not None and held.owner and held.owner != self.owner:
+                owners.append(held.owner)
                 parts.append(
                     f"{name} is held by {held.holder or 'an unnamed process'} "
                     f"until {held.expires_at.isoformat(timespec='milliseconds')}"
                 )
-        return "; ".join(parts) or "a lease was taken by another process meanwhile"
+        return tuple(owners), "; ".join(parts) or "a lease was taken by another process meanwhile"
 
     async def wait_until_held(self, *, report: Callable[[str], None] = lambda text: None) -> None:
         """Take every lease, waiting as a standby while another process holds one.
 
-        `report` is told who holds the feed whenever that changes (and the expiry with it).
+        `report` is told who holds the feed, and until when, whenever the holder changes
+        (the expiry moves on with every renewal and is not reported each time).
         """
-        last_holders = ""
+        reported: tuple[str, ...] | None = None
         while True:
             started = self._clock()
             try:
                 if await self._take_all():
                     self._good_until = started + self.settings.ttl_s
-                    if last_holders:
-                        report(f"took over {', '.join(self.names)} (was: {last_holders})")
+                    if reported is not None:
+                        report(f"took over {', '.join(self.names)} (was: {self.standby_reason})")
                     self.standby_reason = ""
                     return
-                holders = await self._describe_holders()
+                owners, holders = await self._other_holders()
             except Exception as exc:  # the database may come back; a standby waits for it
-                holders = f"lease unreadable: {exc}"
+                owners, holders = ("?",), f"lease unreadable: {exc}"
             self.standby_reason = holders
-            # The expiry moves on with each renewal; report only a change of holder.
-            who = holders.split(" until ")[0] if " until " in holders else holders
-            if who != last_holders.split(" until ")[0]:
+            if owners != reported:
                 report(f"standby: {holders}; polling every {self.settings.poll_s}s")
-            last_holders = holders
+                reported = owners
             await self._sleep(self.settings.poll_s)
 
     async def keep(self) -> None:
@@ -182,7 +184,7 @@ class FeedLeases:
                 continue
             if not renewed:
                 self._good_until = -math.inf
-                raise LeaseLost(f"{', '.join(self.names)}: {await self._describe_holders()}; stopping")
+                raise LeaseLost(f"{', '.join(self.names)}: {(await self._other_holders())[1]}; stopping")
             self._good_until = started + self.settings.ttl_s
             self.renewals += 1
 

@@ -107,9 +107,10 @@ def start_pair(tmp_path: Path, runfeeds: list[Runfeed], ttl_s: float) -> tuple[R
     env = feed_env(tmp_path, ttl_s=ttl_s)
     holder = Runfeed(env, tmp_path / "first.log")
     runfeeds.append(holder)
-    eventually(lambda: holder.says("runfeed: holding feed:sim") and recorded_beyond(40), timeout_s=60)
+    eventually(lambda: holder.says("runfeed: holding feed:sim"), timeout_s=60)
     standby = Runfeed(env, tmp_path / "second.log")
     runfeeds.append(standby)
+    eventually(lambda: recorded_beyond(40), timeout_s=60)
     # The standby names the holder: its role, host and pid, and the lease's expiry.
     eventually(lambda: standby.says("standby: feed:sim is held by runfeed --feed sim on "), timeout_s=60)
     assert f"pid {holder.pid} until " in standby.output()
