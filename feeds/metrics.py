@@ -21,6 +21,9 @@ STREAM_KNOWN_HOLES = Counter("feed_stream_known_holes_total", "Gaps recorded as 
 RECORDER_WRITTEN = Counter("recorder_ticks_written_total", "Ticks committed to the database")
 RECORDER_OVERFLOW = Counter("recorder_ticks_dropped_total", "Ticks dropped because the recorder buffer was full")
 RECORDER_WRITE_FAILURES = Counter("recorder_write_failures_total", "Failed batch writes (rows kept, retried)")
+RECORDER_DUPLICATES = Counter(
+    "recorder_ticks_duplicate_total", "Ticks skipped as already recorded (the same instrument and trade id)"
+)
 RECORDER_REFUSED = Counter(
     "recorder_ticks_refused_total", "Ticks the database refused (the rest of their batch was written)", ["reason"]
 )

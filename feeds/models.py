@@ -133,6 +133,16 @@ class Tick(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["instrument", "ts_event"], name="tick_instrument_ts")]
+        # A venue's trade id names one trade of an instrument: the same trade recorded twice
+        # (two processes overlapping at a takeover, a replayed gap) is kept once. Trades
+        # without an id (some venues give none) are not constrained.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instrument", "trade_id"],
+                condition=~models.Q(trade_id=""),
+                name="tick_unique_trade_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.instrument_id}@{self.ts_event}#{self.trade_id}"

@@ -33,6 +33,7 @@ from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
 from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.recording.recorder import TickRecorder
 from feeds.recording.tick_selectors import tick_addresses
+from feeds.streams.feed_lease import FeedLeases
 from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
 from feeds.streams.local_streams import build_local_stream
 from feeds.streams.stream_settings import feed_stream_settings
@@ -69,6 +70,9 @@ class FeedHubs:
     redis_market_data: StartupValue[MarketDataService] = field(
         default_factory=lambda: StartupValue("Redis market-data publisher")
     )
+    # Provided in phase 1 when the process holds its feeds by lease (runfeed): the
+    # recorder writes only while it says yes.
+    write_fence: StartupValue[Callable[[], bool]] = field(default_factory=lambda: StartupValue("lease write fence"))
 
     def feed_names(self) -> list[str]:
         """The names of the feeds this process runs (none before they are loaded)."""
@@ -117,6 +121,7 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
             flush_interval_s=settings.RECORDER_FLUSH_INTERVAL_S,
             capacity=settings.RECORDER_CAPACITY,
             health=ctx.health,
+            may_write=hubs.write_fence.get_or(None),
         )
         queue = hubs.fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
 
@@ -147,8 +152,16 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
                 continue
             venue = get_venue(spec.venue)
             if not is_exchange_venue(venue):
-                # Simulated and replay feeds: the site's own rows are their metadata.
-                stream = build_local_stream(spec, venue, publish=fanout.publish, health=ctx.health)  # type: ignore[arg-type]
+                # Simulated and replay feeds: the site's own rows are their metadata. A
+                # simulated tape goes on after the last recorded trade of each symbol.
+                checkpoints = await database_sync_to_async(load_checkpoints)(spec.name)
+                stream = build_local_stream(
+                    spec,
+                    venue,  # type: ignore[arg-type]
+                    publish=fanout.publish,
+                    health=ctx.health,
+                    checkpoints=checkpoints,
+                )
                 ctx.spawn(f"feed:{spec.name}", stream.run())
                 continue
             streaming: set[str] = set()
@@ -202,6 +215,24 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
         StartupTask("start-data-flow", Phase.DATA_FLOW, start_data_flow),
         StartupTask("start-price-publisher", Phase.DATA_BRIDGE, start_price_publisher),
     ]
+
+
+def feed_lease_task(hubs: FeedHubs, leases: FeedLeases) -> StartupTask:
+    """Keep the feeds' leases (already taken) for the life of the process; give them back at a clean stop.
+
+    Registered in phase 1, so its release runs after the recorder's last flush (the exit
+    stack unwinds last in, first out): the standby starts from checkpoints that cover
+    every tick this process recorded.
+    """
+
+    async def hold(ctx: RuntimeContext) -> None:
+        hubs.write_fence.provide(leases.valid)
+        ctx.exit_stack.push_async_callback(leases.release)
+        for name in leases.names:
+            ctx.health.set(f"lease:{name}", Status.HEALTHY, f"held by {leases.holder}")
+        ctx.spawn("feed-lease", leases.keep())
+
+    return StartupTask("hold-feed-leases", Phase.ADD_FEEDS_AND_STRATEGIES, hold)
 
 
 async def _watch_metadata(

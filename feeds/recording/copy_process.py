@@ -27,7 +27,7 @@ import msgspec
 
 from feeds.recording.copy_worker import CONNINFO_ENV, SKIPPED, frame, wide_int
 from feeds.recording.tick_refusals import Refusal
-from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteSkipped
+from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteResult, WriteSkipped
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,13 @@ class WriterProcessError(RuntimeError):
 class CopyProcessWriter:
     """Pipelined tick writer backed by one `feeds.recording.copy_worker` process."""
 
-    def __init__(self, *, conninfo: str, copy_sql: str, types: Sequence[str], upsert_sql: str) -> None:
+    def __init__(
+        self, *, conninfo: str, copy_sql: str, types: Sequence[str], upsert_sql: str, staging: Sequence[str]
+    ) -> None:
         self._conninfo = conninfo
-        self._hello = msgspec.msgpack.encode({"copy": copy_sql, "types": list(types), "upsert": upsert_sql})
+        self._hello = msgspec.msgpack.encode(
+            {"copy": copy_sql, "types": list(types), "upsert": upsert_sql, "staging": list(staging)}
+        )
         self._encode = msgspec.msgpack.Encoder().encode
         self._decode = msgspec.msgpack.Decoder().decode
         self._process: asyncio.subprocess.Process | None = None
@@ -141,12 +145,12 @@ class CopyProcessWriter:
             except asyncio.IncompleteReadError:
                 code = await process.wait()
                 raise WriterProcessError(f"exited with code {code}") from None
-            batch_id, error, refused = self._decode(body)
+            batch_id, error, refused, duplicates = self._decode(body)
             future = self._waiting.pop(batch_id, None)
             if future is None or future.done():
                 continue
             if error is None:
-                future.set_result([(index, reason) for index, reason in refused])
+                future.set_result(WriteResult([(index, reason) for index, reason in refused], duplicates))
             elif error == SKIPPED:
                 future.set_exception(WriteSkipped(error))
             else:

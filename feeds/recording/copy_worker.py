@@ -5,14 +5,16 @@ Django: it reads the connection string from the environment (never argv, so it s
 out of the process list), the SQL from its first frame, then one frame per batch.
 Frames both ways are a 4-byte big-endian length and a msgpack body:
 
-    parent -> worker   {"copy": sql, "types": [...], "upsert": sql}    once, first
+    parent -> worker   {"copy": sql, "types": [...], "upsert": sql, "staging": [sql, ...]}  once, first
                        ["batch", batch_id, rows, checkpoints]
                        ["reset"]
-    worker -> parent   [batch_id, None, refused]     committed, but for the refused rows
-                       [batch_id, "reason", []]      not written
+    worker -> parent   [batch_id, None, refused, duplicates]   committed, but for the refused rows
+                       [batch_id, "reason", [], 0]             not written
 
 `refused` lists [index in the batch, reason] for each row the database refused: the
-rest of the batch is written without it (feeds.recording.tick_refusals). Each batch (ticks and the
+rest of the batch is written without it (feeds.recording.tick_refusals); `duplicates`
+counts the rows skipped as already recorded (the unique index on instrument and trade
+id refused the COPY, so that chunk went through the staging statements). Each batch (ticks and the
 checkpoints they advance) is one transaction, in the order received. After a failed
 batch every later one is refused unwritten until "reset", so a checkpoint can never move
 past ticks that are not in the database.
@@ -30,7 +32,8 @@ from typing import Any, BinaryIO
 import msgspec
 import psycopg
 
-from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
+from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, write_batch
+from feeds.recording.tick_rows import WriteResult
 
 CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
 # msgpack integers stop at 64 bits; a fixed-point price or volume may be wider (up to
@@ -73,15 +76,16 @@ def decode_ext(code: int, data: memoryview) -> Any:
 
 
 class _Worker:
-    def __init__(self, conninfo: str, copy_sql: str, types: list[str], upsert_sql: str) -> None:
+    def __init__(self, conninfo: str, copy_sql: str, types: list[str], upsert_sql: str, staging: list[str]) -> None:
         self._conninfo = conninfo
         self._copy_sql = copy_sql
+        self._staging = staging
         self._types = types
         self._upsert_sql = upsert_sql
         self._conn: psycopg.Connection[Any] | None = None
         self.broken = False
 
-    def write(self, rows: list[list[Any]], checkpoints: list[list[Any]]) -> list[Refusal]:
+    def write(self, rows: list[list[Any]], checkpoints: list[list[Any]]) -> WriteResult:
         if self._conn is None or self._conn.closed:
             self._conn = psycopg.connect(self._conninfo, application_name=APPLICATION_NAME)
         conn = self._conn
@@ -89,11 +93,25 @@ class _Worker:
             # Foreign keys are checked at commit by default, too late to tell which row broke one.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
-            def copy_rows(chunk: Sequence[Any]) -> None:
-                with cursor.copy(self._copy_sql) as copy:
+            def copy_into(statement: str, chunk: Sequence[Any]) -> None:
+                with cursor.copy(statement) as copy:
                     copy.set_types(self._types)
                     for row in chunk:
                         copy.write_row(row)
+
+            def copy_rows(chunk: Sequence[Any]) -> int:
+                try:
+                    with conn.transaction():
+                        copy_into(self._copy_sql, chunk)
+                    return 0
+                except psycopg.errors.UniqueViolation:
+                    create, copy_staging, move, clear = self._staging
+                    cursor.execute(create)
+                    copy_into(copy_staging, chunk)
+                    cursor.execute(move)
+                    inserted = cursor.rowcount
+                    cursor.execute(clear)
+                    return len(chunk) - inserted
 
             def upsert(chunk: Sequence[Any]) -> None:
                 cursor.executemany(self._upsert_sql, chunk)
@@ -134,7 +152,7 @@ def main() -> int:
     hello = read_frame(source, decode)
     if hello is None:
         return 0
-    worker = _Worker(os.environ[CONNINFO_ENV], hello["copy"], hello["types"], hello["upsert"])
+    worker = _Worker(os.environ[CONNINFO_ENV], hello["copy"], hello["types"], hello["upsert"], hello["staging"])
     try:
         while (message := read_frame(source, decode)) is not None:
             if message[0] == "reset":
@@ -142,14 +160,14 @@ def main() -> int:
                 continue
             _, batch_id, rows, checkpoints = message
             error: str | None = SKIPPED if worker.broken else None
-            refused: list[Refusal] = []
+            result = WriteResult()
             if error is None:
                 try:
-                    refused = worker.write(rows, checkpoints)
+                    result = worker.write(rows, checkpoints)
                 except Exception as exc:  # reported to the recorder, which keeps the rows
                     worker.broken = True
                     error = f"{type(exc).__name__}: {exc}".strip()
-            sink.write(frame(encode([batch_id, error, refused])))
+            sink.write(frame(encode([batch_id, error, list(result), result.duplicates])))
             sink.flush()
     finally:
         worker.close()

@@ -20,6 +20,7 @@ from feeds.recording.tick_writer import (
     checkpoint_upsert_statement,
     copy_statement,
     postgres_conninfo,
+    staging_statements,
 )
 
 
@@ -39,5 +40,6 @@ def pipelined_writer_for_database() -> PipelinedWriter:
             copy_sql=copy_statement(),
             types=COPY_TYPES,
             upsert_sql=checkpoint_upsert_statement(),
+            staging=staging_statements(),
         )
     return InOrderWriter(writer_for_database())

@@ -7,8 +7,13 @@ batch and counts it (overflow), health says so; a failed write keeps its rows an
 retried after `retry_delay_s`. A row the database refuses (a value out of its range) is
 refused alone, with a count, a named reason, a log line and a known hole at its time
 (feeds.models.KnownHole), and the rest of its batch is written: one bad row never
-stalls the recorder. `close()` drains what is left, so a
-clean shutdown loses nothing.
+stalls the recorder. A tick already recorded (the same instrument and trade id, as
+when a standby takes a feed over) is skipped by the writer and counted as a duplicate.
+`close()` drains what is left, so a clean shutdown loses nothing.
+
+A recorder may be fenced: `may_write()` is asked before every write, and while it says
+no (the process no longer holds its feed's lease, so a standby may be recording the
+same trades) nothing is written; what is buffered is the new holder's to recover.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from dataclasses import dataclass, field
 
 from core.health import HealthBoard, Status
 from feeds.market import FeedData, MarketData, Side
-from feeds.metrics import RECORDER_OVERFLOW, RECORDER_REFUSED, RECORDER_WRITE_FAILURES, RECORDER_WRITTEN
+from feeds.metrics import (
+    RECORDER_DUPLICATES,
+    RECORDER_OVERFLOW,
+    RECORDER_REFUSED,
+    RECORDER_WRITE_FAILURES,
+    RECORDER_WRITTEN,
+)
 from feeds.recording.tick_address import TickAddress
 from feeds.recording.tick_refusals import Refusal
 from feeds.recording.tick_rows import CheckpointRow, TickRow
@@ -34,6 +45,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class RecorderStats:
     recorded: int = 0  # ticks committed to the database
+    duplicates: int = 0  # ticks skipped as already recorded (same instrument and trade id)
+    fenced: int = 0  # writes not made because the process no longer held its lease
     overflow: int = 0  # ticks dropped because the buffer was full
     unknown_symbol: int = 0  # ticks of a symbol with no instrument row
     flushes: int = 0
@@ -99,6 +112,7 @@ class TickRecorder:
         run_sync: RunSync = run_in_db_thread,
         clock: Callable[[], float] = time.monotonic,
         hole_sink: HoleSink = record_hole_in_database,
+        may_write: Callable[[], bool] | None = None,
     ) -> None:
         if batch_size < 1 or capacity < batch_size:
             raise ValueError("need 1 <= batch_size <= capacity")
@@ -106,6 +120,7 @@ class TickRecorder:
         self._instruments = dict(instruments)
         self._names = {key.instrument_id: names for names, key in self._instruments.items()}
         self._hole_sink = hole_sink
+        self._may_write = may_write
         self._batch_size = batch_size
         self._flush_interval_s = flush_interval_s
         self._capacity = capacity
@@ -202,6 +217,10 @@ class TickRecorder:
         settled oldest first, each popped only once committed.
         """
         async with self._write_lock:
+            if self._sealed and self._may_write is not None and not self._may_write():
+                self.stats.fenced += 1
+                self._report(Status.BLOCKED, f"not writing: lease lost, {self._buffered} ticks left to the new holder")
+                return False
             while self._sealed:
                 while len(self._inflight) < len(self._sealed):
                     batch = self._sealed[len(self._inflight)]
@@ -220,7 +239,11 @@ class TickRecorder:
                 self._inflight.popleft()
                 self._sealed.popleft()
                 self._buffered -= len(pending.rows)
-                written_count = len(pending.rows) - (len(refused) if refused else 0)
+                duplicates = getattr(refused, "duplicates", 0)
+                if duplicates:
+                    self.stats.duplicates += duplicates
+                    RECORDER_DUPLICATES.inc(duplicates)
+                written_count = len(pending.rows) - (len(refused) if refused else 0) - duplicates
                 self.stats.recorded += written_count
                 RECORDER_WRITTEN.inc(written_count)
                 self.stats.flushes += 1
@@ -284,7 +307,9 @@ class TickRecorder:
     async def close(self) -> None:
         """Write everything buffered (shutdown path); one retry on failure, then report the loss."""
         self._seal()
-        if not await self.flush() and not await self.flush():
+        if self._may_write is not None and not self._may_write():
+            log.warning("recorder: lease lost; %d buffered ticks left to the feed's new holder", self._buffered)
+        elif not await self.flush() and not await self.flush():
             lost = self._buffered
             log.error("recorder: %d ticks could not be written at shutdown", lost)
             self._report(Status.BLOCKED, f"{lost} ticks not written at shutdown")

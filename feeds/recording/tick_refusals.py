@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from feeds.recording.tick_rows import WriteResult
+
 # (index of the row in its batch, reason): what a writer reports for each refused row.
 Refusal = tuple[int, str]
 
@@ -45,21 +47,23 @@ def refusal_reason(exc: Exception) -> str:
 def write_isolating(
     rows: Sequence[Any],
     indexes: Sequence[int],
-    write: Callable[[Sequence[Any]], None],
+    write: Callable[[Sequence[Any]], int | None],
     savepoint: Callable[[], AbstractContextManager[Any]],
     row_errors: tuple[type[Exception], ...],
-) -> list[Refusal]:
+) -> WriteResult:
     """Write `rows`; when the database refuses the write with a row-level error, write
-    halves in savepoints down to the single rows it refuses. Return those, by index.
+    halves in savepoints down to the single rows it refuses. Return those, by index,
+    with the rows `write` skipped as already recorded (its return value, summed).
 
     Any other error (a lost connection) propagates: the batch is then retried whole.
     """
-    refused: list[Refusal] = []
+    refused = WriteResult()
 
     def attempt(start: int, end: int) -> None:
         try:
             with savepoint():
-                write(rows[start:end])
+                skipped = write(rows[start:end])
+            refused.duplicates += skipped or 0
         except row_errors as exc:
             if end - start == 1:
                 refused.append((indexes[start], refusal_reason(exc)))
@@ -77,13 +81,14 @@ def write_batch(
     rows: Sequence[Any],
     checkpoints: Sequence[Any],
     *,
-    write_rows: Callable[[Sequence[Any]], None],
+    write_rows: Callable[[Sequence[Any]], int | None],
     write_checkpoints: Callable[[Sequence[Any]], None],
     savepoint: Callable[[], AbstractContextManager[Any]],
     row_errors: tuple[type[Exception], ...],
     on_checkpoint_refused: Callable[[Any, str], None] = lambda checkpoint, reason: None,
-) -> list[Refusal]:
-    """Write a batch inside the caller's transaction, refusing bad rows; return the refusals.
+) -> WriteResult:
+    """Write a batch inside the caller's transaction, refusing bad rows; return the refusals
+    and the count of rows skipped as already recorded.
 
     The whole batch goes first, in one savepoint: a batch without bad rows costs one
     statement more than before, nothing per row. A checkpoint whose values the database

@@ -25,5 +25,17 @@ class CheckpointRow:
     side: str
 
 
+class WriteResult(list[tuple[int, str]]):
+    """What a writer reports for one batch: the refused rows, as (index, reason), and how
+    many rows it skipped as already recorded (the same instrument and trade id).
+
+    A list of the refusals, so a caller that only reads those reads it as before.
+    """
+
+    def __init__(self, refused: list[tuple[int, str]] | None = None, duplicates: int = 0) -> None:
+        super().__init__(refused or [])
+        self.duplicates = duplicates
+
+
 class WriteSkipped(RuntimeError):
     """A batch refused unwritten because an earlier one failed (see PipelinedWriter)."""

@@ -4,6 +4,12 @@ A writer writes one batch of ticks plus the persisted checkpoints they advance i
 transaction, so a crash never leaves a checkpoint ahead of the ticks it stands for.
 Rows the database refuses are set aside with a reason and the rest of the batch is
 written (feeds.recording.tick_refusals); the writer returns the refusals.
+
+A tick whose (instrument, trade id) is already recorded is skipped and counted, never
+a failure: two processes briefly overlap when a standby takes a feed over, and a
+recovered gap may repeat the last trades before it. The batch is written the fast way
+first (COPY into the tick table); only when the unique index refuses it is the batch
+written again through a staging table with INSERT ... ON CONFLICT DO NOTHING.
 The recorder drives a PipelinedWriter: on PostgreSQL a writer process
 (feeds.recording.copy_process), else a synchronous writer run in the database thread;
 feeds.recording.database_writer picks one for the default database.
@@ -21,7 +27,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
-from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteSkipped
+from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteResult, WriteSkipped
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +148,47 @@ def _upsert_checkpoints(checkpoints: Sequence[CheckpointRow]) -> None:
     )
 
 
-def copy_statement() -> str:
-    """The binary COPY into the tick table, columns in TickRow order."""
+def copy_statement(table: str | None = None) -> str:
+    """The binary COPY into the tick table (or `table`), columns in TickRow order."""
     quote = connection.ops.quote_name
     columns = ", ".join(quote(name) for name in TICK_COLUMNS)
-    return f"COPY {quote(Tick._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)"
+    return f"COPY {quote(table or Tick._meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)"
+
+
+# A session's own table (TEMP): the rows of a batch the unique index refused, on their way
+# into the tick table with ON CONFLICT DO NOTHING.
+STAGING_TABLE = "feeds_tick_staging"
+
+
+def staging_statements() -> list[str]:
+    """PostgreSQL: create the staging table, COPY into it, move its new rows into the tick
+    table (skipping those already recorded), empty it. Run in that order for one chunk."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in TICK_COLUMNS)
+    typed = ", ".join(f"{quote(name)} {kind}" for name, kind in zip(TICK_COLUMNS, COPY_TYPES, strict=True))
+    staging = quote(STAGING_TABLE)
+    return [
+        f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({typed})",
+        copy_statement(STAGING_TABLE),
+        f"INSERT INTO {quote(Tick._meta.db_table)} ({columns}) SELECT {columns} FROM {staging} ON CONFLICT DO NOTHING",
+        f"TRUNCATE {staging}",
+    ]
+
+
+def insert_skipping_recorded_statement() -> str:
+    """INSERT of one tick row that skips a tick already recorded (any database)."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in TICK_COLUMNS)
+    values = ", ".join(["%s"] * len(TICK_COLUMNS))
+    return f"INSERT INTO {quote(Tick._meta.db_table)} ({columns}) VALUES ({values}) ON CONFLICT DO NOTHING"
+
+
+def is_duplicate_tick(exc: BaseException) -> bool:
+    """Whether a refused write broke a unique index (a tick recorded already), not a row's value."""
+    cause = exc.__cause__ if type(exc).__module__.startswith("django") and exc.__cause__ else exc
+    if isinstance(cause, psycopg.errors.UniqueViolation):
+        return True
+    return type(cause).__name__ == "IntegrityError" and "UNIQUE constraint failed" in str(cause)  # sqlite3
 
 
 def checkpoint_upsert_statement() -> str:
@@ -193,18 +235,33 @@ class PostgresCopyWriter:
 
     def __init__(self) -> None:
         self._statement = copy_statement()
+        self._staging = staging_statements()
 
-    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> list[Refusal]:
+    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> WriteResult:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(SET_CONSTRAINTS_IMMEDIATE)
             # Django's wrapper hides psycopg's copy(); `.cursor` is the raw cursor.
             raw = cursor.cursor
 
-            def copy_rows(chunk: Sequence[TickRow]) -> None:
-                with raw.copy(self._statement) as copy:
+            def copy_into(statement: str, chunk: Sequence[TickRow]) -> None:
+                with raw.copy(statement) as copy:
                     copy.set_types(COPY_TYPES)
                     for row in chunk:
                         copy.write_row(row)
+
+            def copy_rows(chunk: Sequence[TickRow]) -> int:
+                try:
+                    with transaction.atomic():
+                        copy_into(self._statement, chunk)
+                    return 0
+                except psycopg.errors.UniqueViolation:
+                    create, copy_staging, move, clear = self._staging
+                    raw.execute(create)
+                    copy_into(copy_staging, chunk)
+                    raw.execute(move)
+                    inserted = raw.rowcount
+                    raw.execute(clear)
+                    return len(chunk) - inserted
 
             return write_batch(
                 rows,
@@ -223,11 +280,17 @@ class BulkInsertWriter:
     def __init__(self, *, batch_size: int = 2000) -> None:
         self._batch_size = batch_size
 
-    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> list[Refusal]:
-        def insert_rows(chunk: Sequence[TickRow]) -> None:
-            Tick.objects.bulk_create(
-                [Tick(**dict(zip(TICK_COLUMNS, row))) for row in chunk], batch_size=self._batch_size
-            )
+    def write(self, rows: Sequence[TickRow], checkpoints: Sequence[CheckpointRow]) -> WriteResult:
+        def insert_rows(chunk: Sequence[TickRow]) -> int:
+            ticks = [Tick(**dict(zip(TICK_COLUMNS, row))) for row in chunk]
+            try:
+                with transaction.atomic():
+                    Tick.objects.bulk_create(ticks, batch_size=self._batch_size)
+                return 0
+            except IntegrityError as exc:
+                if not is_duplicate_tick(exc):
+                    raise
+            return len(chunk) - _insert_skipping_recorded(ticks)
 
         with transaction.atomic():
             if connection.vendor == "postgresql":
@@ -242,6 +305,16 @@ class BulkInsertWriter:
                 row_errors=ROW_ERRORS,
                 on_checkpoint_refused=_checkpoint_refused,
             )
+
+
+def _insert_skipping_recorded(ticks: Sequence[Tick]) -> int:
+    """Insert `ticks` one statement each, skipping those already recorded; return how many went in."""
+    by_column = {field.attname: field for field in Tick._meta.concrete_fields}
+    fields = [by_column[name] for name in TICK_COLUMNS]
+    params = [[field.get_db_prep_save(getattr(tick, field.attname), connection) for field in fields] for tick in ticks]
+    with connection.cursor() as cursor:
+        cursor.executemany(insert_skipping_recorded_statement(), params)
+        return max(cursor.rowcount, 0)
 
 
 def as_pipelined(writer: TickWriter | PipelinedWriter, run_sync: RunSync = run_in_db_thread) -> PipelinedWriter:

@@ -8,6 +8,10 @@ frames that are generated or read from a recording), no heartbeat redial (a reco
 may be silent for as long as the market was, and reopening it would play it again),
 and no duplicate filter (a recording is replayed as it was recorded). A finite source
 ends the stream when its last frame is delivered.
+
+A venue that can go on after given trades (the simulated one: `ResumableVenue`) is
+opened after the persisted checkpoints at first and after the last trades this stream
+delivered on every reopen, so its trade ids never restart and never skip.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol, runtime_checkable
 
 from core.health import HealthBoard
 from feeds.market import FeedData, MarketData
@@ -74,6 +79,13 @@ class FrameSourceConnection:
                 await aclose()
 
 
+@runtime_checkable
+class ResumableVenue(Protocol):
+    """A local venue whose source can go on after the last trade of each symbol."""
+
+    def open_after(self, feed: FeedSpec, last: Mapping[str, MarketData]) -> FrameSource: ...
+
+
 class _NoHistory:
     async def fetch_window(self, window: object, after: object) -> list[MarketData]:
         return []
@@ -87,16 +99,35 @@ def build_local_stream(
     health: HealthBoard,
     recorded_ticks: RecordedTicks = arecorded_ticks,
     clock_ns: Callable[[], int] = time.time_ns,
+    checkpoints: Mapping[str, MarketData] | None = None,
 ) -> SupervisedStream:
-    """Return the supervised stream of a local venue's feed; `run()` opens its source."""
+    """Return the supervised stream of a local venue's feed; `run()` opens its source.
+
+    `checkpoints` (venue symbol -> last recorded trade) is where a resumable venue goes on.
+    """
     endpoint = Endpoint(url=f"{venue.name}:{spec.name}", subscribe=())
+    # The last trade delivered per symbol: a reopened source goes on after it.
+    last: dict[str, MarketData] = dict(checkpoints or {})
 
     async def endpoint_source() -> Endpoint:
         return endpoint
 
     async def open_source(endpoint: Endpoint) -> FrameSourceConnection:
-        source = venue.open(spec, recorded_ticks=recorded_ticks)
+        if isinstance(venue, ResumableVenue):
+            source = venue.open_after(spec, dict(last))
+        else:
+            source = venue.open(spec, recorded_ticks=recorded_ticks)
         return FrameSourceConnection(source, endpoint, opened_at=asyncio.get_running_loop().time())
+
+    class NotingLastTrades(UncheckedTrades):
+        """Accepts every trade and notes it: a trade accepted is delivered, if only at the
+        next flush, so a source reopened before that flush goes on after it."""
+
+        __slots__ = ()
+
+        def accept(self, trade: MarketData) -> MarketData | None:
+            last[trade.symbol] = trade
+            return trade
 
     session = SocketSession(endpoint_source, open_source)  # type: ignore[arg-type]
     graph = build_trade_stream_runtime(
@@ -106,7 +137,7 @@ def build_local_stream(
         recovery_source=_NoHistory(),
         heartbeat_timeout_s=LOCAL_POLICY.heartbeat_timeout_s,
         scheduler_interval_s=LOCAL_POLICY.scheduler_interval_s,
-        consistency=UncheckedTrades,
+        consistency=NotingLastTrades if isinstance(venue, ResumableVenue) else UncheckedTrades,
     )
     return SupervisedStream(
         feed=spec.name,

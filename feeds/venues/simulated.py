@@ -4,12 +4,21 @@ It stands in for an exchange on a laptop and in demos. Frames look like a typica
 exchange trade stream and go through the same parse path as a real venue:
 
     {"e":"trade","s":"BTC-USD","t":42,"p":"64012.5","q":"0.013","T":1732924800123,"m":false}
+
+The tape is a function of the seed: trade n of a symbol takes its price step, quantity
+and side from a hash of (seed, symbol, n), and its price from trade n-1's. So a market
+resumed after a recorded trade (`open_after`, handed the persisted checkpoints) goes on
+with the next id and the very trades the uninterrupted tape would have had: a restarted
+process or a standby taking the feed over neither repeats an id nor skips one, and the
+trades a killed process had not yet written are made again (stamped with the time they
+are made again).
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
+import hashlib
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
@@ -19,7 +28,7 @@ import msgspec
 import orjson
 from django.core.exceptions import ValidationError
 
-from feeds.market import MarketData, Side
+from feeds.market import MarketData, Side, parse_fixed
 from feeds.venues.base import DEFAULT_LIMITS, FeedSpec, InstrumentSpec, RecordedTicks, StatelessStream
 from feeds.venues.construct import make_trade
 from feeds.venues.errors import DECODE_FAILURES, MAX_FIXED, as_parse_error, trade_refusal
@@ -54,8 +63,31 @@ _decode_type = msgspec.json.Decoder(_EventType).decode
 _decode_trade = msgspec.json.Decoder(TradeFrame).decode
 
 
+_TWO_32 = float(2**32)
+
+
+def _draws(seed: int, symbol: str, trade_id: int) -> tuple[float, int, bool]:
+    """Trade `trade_id`'s standard normal price step, lot count (1..100) and side, from its hash."""
+    digest = hashlib.blake2b(f"{seed}:{symbol}:{trade_id}".encode(), digest_size=16).digest()
+    a, b, c, d = (int.from_bytes(digest[i : i + 4], "big") for i in range(0, 16, 4))
+    u1, u2 = (a + 1) / (_TWO_32 + 1), b / _TWO_32  # u1 in (0, 1): log(u1) is finite
+    gauss = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)  # Box-Muller
+    return gauss, 1 + c % 100, d < 2**31
+
+
+def _resume_point(last: MarketData | None, tick: Decimal) -> tuple[int, int] | None:
+    """(price in ticks, trade id) of a recorded trade to go on after; None if it has no numeric id."""
+    if last is None or not (last.trade_id or "").isdigit():
+        return None
+    return max(last.price // parse_fixed(format(tick, "f")), 1), int(last.trade_id)  # type: ignore[arg-type]
+
+
 class SimulatedMarket:
-    """The exchange side: the same seed and instruments give the same trades, always."""
+    """The exchange side: the same seed and instruments give the same trades, always.
+
+    `after` maps venue symbols to the last trade already delivered (the persisted
+    checkpoint): that symbol's tape goes on from the next trade id.
+    """
 
     def __init__(
         self,
@@ -64,24 +96,29 @@ class SimulatedMarket:
         volatility_bps: float,
         instruments: Sequence[InstrumentSpec],
         start_prices: Mapping[str, str],
+        after: Mapping[str, MarketData] | None = None,
     ) -> None:
-        self._rng = random.Random(seed)
+        self._seed = seed
         self._volatility = volatility_bps / 10_000
         self._books: list[list[Any]] = []
         for spec in instruments:
             tick, lot = Decimal(spec.tick_size), Decimal(spec.lot_size)
             start = Decimal(str(start_prices.get(spec.venue_symbol, _FALLBACK_START_PRICE)))
-            self._books.append([spec.venue_symbol, tick, lot, max(int(start / tick), 1), 0])
+            price_ticks, trade_id = _resume_point((after or {}).get(spec.venue_symbol), tick) or (
+                max(int(start / tick), 1),
+                0,
+            )
+            self._books.append([spec.venue_symbol, tick, lot, price_ticks, trade_id])
 
     def next_round(self, ts_ms: int) -> list[bytes]:
         """Return one trade frame per instrument, stamped `ts_ms`."""
         frames = []
+        seed = self._seed
         for book in self._books:
             symbol, tick, lot, price_ticks, trade_id = book
-            step = round(self._rng.gauss(0.0, price_ticks * self._volatility))
-            price_ticks = max(price_ticks + step, 1)
-            lots = self._rng.randint(1, 100)
             trade_id += 1
+            gauss, lots, seller_aggressor = _draws(seed, symbol, trade_id)
+            price_ticks = max(price_ticks + round(gauss * price_ticks * self._volatility), 1)
             book[3], book[4] = price_ticks, trade_id
             frames.append(
                 orjson.dumps(
@@ -92,7 +129,7 @@ class SimulatedMarket:
                         "p": format(tick * price_ticks, "f"),
                         "q": format(lot * lots, "f"),
                         "T": ts_ms,
-                        "m": self._rng.random() < 0.5,
+                        "m": seller_aggressor,
                     }
                 )
             )
@@ -156,13 +193,18 @@ class SimulatedVenue:
         return cleaned
 
     def open(self, feed: FeedSpec, *, recorded_ticks: RecordedTicks | None = None) -> SimulatedSource:
-        """Return the feed's frame source (a simulation reads no recording)."""
+        """Return the feed's frame source from the start of its tape (a simulation reads no recording)."""
+        return self.open_after(feed, {})
+
+    def open_after(self, feed: FeedSpec, last: Mapping[str, MarketData]) -> SimulatedSource:
+        """Return the feed's frame source going on after `last` (venue symbol -> its last trade)."""
         settings = self.clean_settings(feed.settings)
         market = SimulatedMarket(
             seed=settings["seed"],  # type: ignore[arg-type]
             volatility_bps=settings["volatility_bps"],  # type: ignore[arg-type]
             instruments=feed.instruments,
             start_prices=settings["start_prices"],  # type: ignore[arg-type]
+            after=last,
         )
         return SimulatedSource(market, settings["interval_ms"])  # type: ignore[arg-type]
 

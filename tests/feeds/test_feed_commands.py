@@ -96,7 +96,7 @@ def test_exportticks_writes_exact_decimals_ordered_by_time_then_numeric_trade_id
     instrument = make_feed("bin", ("BTCUSDT",)).instruments.get()
     _tick(instrument, 2000, "10", "64000.123456789012", "0.000000000001")
     _tick(instrument, 1000, "9", "0.000000000012", "1230")
-    _tick(instrument, 2000, "9", "1.000", "0.5")
+    _tick(instrument, 2000, "8", "1.000", "0.5")  # a trade id is unique per instrument
     out = _run("exportticks", "--symbol", "BTCUSDT")
     assert out.splitlines() == [
         "ts_ms,symbol,price,volume",

@@ -29,6 +29,13 @@ FEED_REST_TIMEOUT_S = env.float("FEED_REST_TIMEOUT_S", default=10.0)
 FEED_RATE_LIMIT_FRACTION = env.float("FEED_RATE_LIMIT_FRACTION", default=0.5)
 FEED_RATE_LIMIT_MAX_WAIT_S = env.float("FEED_RATE_LIMIT_MAX_WAIT_S", default=5.0)
 
+# Feed ownership (runfeed): a feed runs in the one process holding its lease. The holder
+# renews every RENEW_S; a standby polls every POLL_S and takes over once the lease is
+# released (clean stop) or TTL_S after the holder's last renewal (killed, paused, cut off).
+FEED_LEASE_TTL_S = env.float("FEED_LEASE_TTL_S", default=15.0)
+FEED_LEASE_RENEW_S = env.float("FEED_LEASE_RENEW_S", default=5.0)
+FEED_LEASE_POLL_S = env.float("FEED_LEASE_POLL_S", default=1.0)
+
 # The tick recorder.
 RECORDER_ENABLED = env.bool("RECORDER_ENABLED", default=True)
 RECORDER_BATCH_SIZE = env.int("RECORDER_BATCH_SIZE", default=5000)
