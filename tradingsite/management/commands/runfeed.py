@@ -18,6 +18,7 @@ from core.leases import describe_this_process
 from core.runtime.signals import parse_feed_names, run_fast, stop_on_signals
 from feeds.startup import feed_lease_task
 from feeds.streams.feed_lease import FeedLeases, feed_lease_settings
+from tradingsite.process_metrics import serve_process_metrics
 from tradingsite.runtime.compose import build_hubs, build_runtime
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,7 @@ class Command(BaseCommand):
             lease_settings = feed_lease_settings()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if settings.RUNTIME_METRICS_PORT:
-            from prometheus_client import start_http_server
-
-            start_http_server(settings.RUNTIME_METRICS_PORT, addr=settings.RUNTIME_METRICS_ADDR)
+        serve_process_metrics("runfeed", settings.RUNTIME_METRICS_PORT, settings.RUNTIME_METRICS_ADDR)
         leases = FeedLeases(
             names, holder=describe_this_process(f"runfeed --feed {','.join(names)}"), lease_settings=lease_settings
         )
