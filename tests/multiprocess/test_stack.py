@@ -279,7 +279,6 @@ def test_the_dashboard_resyncs_every_panel_after_its_web_process_restarts(stack:
 # ---- what an operator does by mistake or by accident ---------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="needs the lease branch")
 async def test_a_second_runfeed_for_the_same_feed_waits_as_standby(stack: Stack) -> None:
     client = DashboardClient(stack, WEB_B)
     client.start()
@@ -300,7 +299,6 @@ async def test_a_second_runfeed_for_the_same_feed_waits_as_standby(stack: Stack)
         await asyncio.to_thread(stack.stop, standby)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the lease branch")
 def test_kill_9_of_the_runfeed_keeps_web_ready_shows_the_feed_blocked_and_the_standby_resumes(stack: Stack) -> None:
     standby = stack.start("feed", name="feed-standby")
     try:
@@ -359,7 +357,6 @@ def test_after_a_worker_outage_the_backlog_does_not_burst(stack: Stack) -> None:
     assert burst <= 3, f"{burst} runs of a 1 s job within 2 s of the worker's return: the backlog burst"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the health branch")
 def test_an_hour_after_the_feed_died_a_prune_still_lists_it(stack: Stack) -> None:
     stack.stop(named(stack, "feed"), signal.SIGKILL)
     # An hour later, as the rows see it: the dead feed process last reported two hours ago.

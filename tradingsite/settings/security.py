@@ -66,6 +66,8 @@ AXES_LOCKOUT_PARAMETERS = [
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
+# The banner axes logs at every start (every manage.py command) says nothing an operator acts on.
+AXES_VERBOSE = False
 # The client address is the socket's peer unless a trusted proxy sets X-Forwarded-For:
 # a forged header must not give every guess a fresh address.
 if env.bool("BEHIND_TLS_PROXY", default=False):
