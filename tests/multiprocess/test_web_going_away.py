@@ -7,6 +7,7 @@ subprocess on a free port with a logged-in websocket client.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from tests.helpers import async_eventually
+from tests.helpers import async_eventually, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +95,44 @@ async def test_sigterm_closes_the_dashboard_socket_with_going_away(
                 await ws.recv()
         assert ws.close_code == 1001, ws.close_reason  # going away; a dropped socket is 1006
         assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def web_rows(var_dir: str) -> list[tuple[str, str, str]]:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(Path(var_dir) / "db.sqlite3")) as db:
+        return db.execute(
+            "SELECT component, role, label FROM tradingsite_componenthealth WHERE role = 'web'"
+        ).fetchall()
+
+
+def test_a_web_process_lists_itself_in_the_health_view_and_withdraws_at_a_clean_stop(
+    site_env: tuple[dict[str, str], str],
+) -> None:
+    env, _ = site_env
+    port = free_port()
+    process = start_web("runweb", port, env)
+    try:
+        rows = eventually(lambda: web_rows(env["VAR_DIR"]), timeout_s=60, interval_s=0.2)
+        assert rows == [("web", "web", f"web:{port}")]
+        eventually(lambda: listening(port), timeout_s=60, interval_s=0.2)  # its SIGTERM handler is in place
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert web_rows(env["VAR_DIR"]) == []  # a clean stop leaves nothing to go stale
     finally:
         if process.poll() is None:
             process.kill()

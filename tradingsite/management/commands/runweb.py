@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.health import ProcessIdentity
+from core.process_heartbeat import ProcessHeartbeat
 from tradingsite.runtime.web import CLOSE_GRACE_S, ProxyHeaders, serve_web
 
 
@@ -34,9 +37,17 @@ class Command(BaseCommand):
 
         self.stdout.write(f"tradingsite: web on http://{host}:{port}/")
         self.stdout.flush()
-        code = serve_web(
-            application, host=host, port=port, proxy=ProxyHeaders() if proxy_headers else None, grace_s=close_grace
-        )
+        heartbeat = ProcessHeartbeat(
+            ProcessIdentity.of_this_process(role="web", label=f"web:{port}"),
+            interval_s=settings.HEALTH_REPORT_INTERVAL_S,
+            stale_after_s=settings.HEALTH_STALE_AFTER_S,
+        ).start()
+        try:
+            code = serve_web(
+                application, host=host, port=port, proxy=ProxyHeaders() if proxy_headers else None, grace_s=close_grace
+            )
+        finally:
+            heartbeat.stop()
         if code:
             raise CommandError(f"web stopped with exit code {code}; see the log above", returncode=code)
         self.stdout.write("tradingsite: web stopped")
