@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "dashboard",
+    "django_celery_beat",  # the beat schedule, in the database and the admin
 ]
 
 MIDDLEWARE = [
