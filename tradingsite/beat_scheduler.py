@@ -47,8 +47,10 @@ def send_expiry_s(entry_schedule: Any, now: Any) -> float | None:
     return seconds if seconds > 0 else None
 
 
-class LeasedDatabaseScheduler(DatabaseScheduler):  # type: ignore[misc]  # django-celery-beat ships no types
+class LeasedDatabaseScheduler(DatabaseScheduler):
     """DatabaseScheduler that sends only while it holds the beat lease."""
+
+    max_interval: float
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.lease_owner = new_lease_owner()
@@ -86,7 +88,9 @@ class LeasedDatabaseScheduler(DatabaseScheduler):  # type: ignore[misc]  # djang
                     release_lease(BEAT_LEASE, owner=self.lease_owner)
                     log.info("beat: released the beat lease")
                 except (DatabaseError, InterfaceError) as exc:  # it expires on its own
-                    log.warning("beat: could not release the beat lease (%r); it expires in %.0fs", exc, self.lease_ttl_s)
+                    log.warning(
+                        "beat: could not release the beat lease (%r); it expires in %.0fs", exc, self.lease_ttl_s
+                    )
 
     def _hold_lease(self) -> bool:
         try:

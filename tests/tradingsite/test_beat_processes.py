@@ -148,6 +148,8 @@ def test_after_a_worker_outage_the_backlog_expires_instead_of_running(spawn, que
     # Wait until the newest message is past its expiry, then bring the worker back.
     eventually(lambda: datetime.now(tz=last_expiry.tzinfo) > last_expiry, timeout_s=10)
     worker = spawn("worker", "-Q", queue, "--pool", "solo", "--without-mingle", "--without-gossip")
-    eventually(lambda: worker.count("Discarding revoked task: orders.tasks.reconcile_accounts") == len(backlog), timeout_s=60)
+    eventually(
+        lambda: worker.count("Discarding revoked task: orders.tasks.reconcile_accounts") == len(backlog), timeout_s=60
+    )
     assert worker.count("succeeded in") == 0
     assert _queued(queue) == []
