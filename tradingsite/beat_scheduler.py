@@ -58,6 +58,7 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         self.lease_ttl_s = float(settings.BEAT_LEASE_TTL_S)
         self.holding = False
         self._standby_said: tuple[str, float] = ("", 0.0)
+        self._busy = 0
         super().__init__(*args, **kwargs)
         # Renew well inside the TTL: beat sleeps at most max_interval between ticks.
         self.max_interval = min(float(self.max_interval), self.lease_ttl_s / 3)
@@ -67,9 +68,20 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         super().setup_schedule()
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
-        if not self._hold_lease():
-            return self.max_interval
-        return float(super().tick(*args, **kwargs))
+        self._busy += 1
+        try:
+            if not self._hold_lease():
+                return self.max_interval
+            return float(super().tick(*args, **kwargs))
+        finally:
+            self._busy -= 1
+
+    def _do_sync(self) -> None:
+        self._busy += 1
+        try:
+            super()._do_sync()
+        finally:
+            self._busy -= 1
 
     def apply_async(self, entry: Any, producer: Any = None, advance: bool = True, **kwargs: Any) -> Any:
         if "expires" not in entry.options:
@@ -79,6 +91,12 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         return super().apply_async(entry, producer=producer, advance=advance, **kwargs)
 
     def close(self) -> None:
+        # Beat's SIGTERM handler closes the scheduler from inside whatever the main thread
+        # was doing; in the middle of a database call that would wait on the connection's
+        # own lock forever. The handler then raises SystemExit, and beat closes the
+        # scheduler again once the call has unwound: the work is done then.
+        if self._busy:
+            return
         try:
             super().close()
         finally:

@@ -98,6 +98,18 @@ def spawn(tmp_path: Path, queue: str) -> Iterator[object]:
     yield start
     for process in started:
         process.stop(signal.SIGKILL)
+    # PostgreSQL ends a killed client's session a moment later; the test database can only
+    # be flushed and dropped once it has.
+    eventually(lambda: _other_sessions() == 0, timeout_s=30)
+
+
+def _other_sessions() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 def _queued(queue: str) -> list[dict[str, object]]:
@@ -141,7 +153,8 @@ def test_after_a_worker_outage_the_backlog_expires_instead_of_running(spawn, que
     beat = spawn("beat")
     eventually(lambda: beat.count(SENT) >= 4, timeout_s=60)  # no worker: the sends pile up
     beat.stop()  # a clean stop releases the lease
-    assert lease_holder(BEAT_LEASE) is not None and not lease_holder(BEAT_LEASE).owner  # type: ignore[union-attr]
+    released = lease_holder(BEAT_LEASE)
+    assert released is not None and not released.owner, beat.text()[-3000:]
     backlog = _queued(queue)
     assert len(backlog) == beat.count(SENT) >= 4
     last_expiry = max(datetime.fromisoformat(str(headers["expires"])) for headers in backlog)
