@@ -8,10 +8,12 @@ from datetime import timedelta
 import pytest
 from celery.schedules import crontab, schedule
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from core.leases import lease_holder, take_lease
-from core.schedule import periodic_jobs
+from core.models import ComponentHealth
+from core.schedule import job_named, periodic_jobs, scheduled_interval_s
 from tradingsite.beat_scheduler import BEAT_LEASE, LeasedDatabaseScheduler, send_expiry_s
 from tradingsite.beat_seed import seed_schedule
 from tradingsite.celery import app as celery_app
@@ -109,3 +111,17 @@ def test_a_holder_whose_lease_was_taken_after_expiry_stops_sending(
     assert take_lease(BEAT_LEASE, owner="other-beat", ttl_s=30.0, holder="celery beat elsewhere", now=later)
     assert stalled.tick() == stalled.max_interval
     assert not stalled.holding
+
+
+def test_a_jobs_health_goes_stale_after_the_interval_beat_actually_uses(settings) -> None:
+    seed_schedule()
+    row = PeriodicTask.objects.get(name="clear-expired-sessions")
+    row.interval = IntervalSchedule.objects.create(every=45, period=IntervalSchedule.SECONDS)
+    row.save()
+    job = job_named("clear-expired-sessions")
+    settings.REDIS_URL = ""  # embedded: no beat, the declared cadence runs
+    assert scheduled_interval_s(job) == 3600.0
+    settings.REDIS_URL = "redis://127.0.0.1:6379/9"  # scale-out: beat sends on the edited row
+    assert scheduled_interval_s(job) == 45.0
+    import_string(job.task)()
+    assert ComponentHealth.objects.get(component="job:clear-expired-sessions").stale_after_s == 90.0
