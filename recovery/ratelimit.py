@@ -14,6 +14,7 @@ import functools
 import logging
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from core.shared_limits import SharedWindows, StorageError, window
 
@@ -28,8 +29,12 @@ def _windows(redis_url: str) -> SharedWindows:
 async def code_attempt_allowed(user_id: int) -> bool:
     """Count one attempt for `user_id`; return False when the window's limit is used up."""
     item = window(settings.RECOVERY_CODE_RATE_LIMIT, settings.RECOVERY_CODE_RATE_WINDOW_S)
+    # The window outlives the database's ids in Redis: a user id handed out again after a
+    # database reset is another person, so the key names the account's creation too.
+    joined = await get_user_model().objects.filter(pk=user_id).values_list("date_joined", flat=True).afirst()
+    who = f"{user_id}@{joined.timestamp():.6f}" if joined is not None else str(user_id)
     try:
-        return await _windows(settings.REDIS_URL).hit(item, "code-attempts", str(user_id))
+        return await _windows(settings.REDIS_URL).hit(item, "code-attempts", who)
     except StorageError as exc:
         log.warning("auth-code attempt of user %s refused: the shared limit is unavailable (%r)", user_id, exc)
         return False

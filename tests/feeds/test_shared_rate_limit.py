@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from core.shared_limits import SharedWindows, limits_uri
 from feeds.streams.venue_limiter import RateLimitDenied, RateLimiterRegistry, VenueRateLimiter
@@ -168,19 +169,27 @@ def test_two_processes_racing_for_one_window_get_the_limit_once_between_them() -
 
 
 @pytest.mark.needs_redis
+@pytest.mark.django_db(transaction=True)
 async def test_auth_code_attempts_are_counted_across_web_processes(settings) -> None:
     settings.RECOVERY_CODE_RATE_LIMIT = 3
-    user_id = int(uuid.uuid4().int % 1_000_000_000) + 1_000_000_000  # a user no other run counts
+    user_id = int(uuid.uuid4().int % 1_000_000_000) + 1_000_000_000  # an id no other run uses
+    users = get_user_model().objects
+    await users.acreate(pk=user_id, username=f"coder-{user_id}")
     try:
         assert await ratelimit.code_attempt_allowed(user_id)
         assert await ratelimit.code_attempt_allowed(user_id)
         ratelimit._windows.cache_clear()  # a second web process: its own connection to Redis
         assert await ratelimit.code_attempt_allowed(user_id)
         assert not await ratelimit.code_attempt_allowed(user_id)
+        # After a database reset the same id is another person, with a window of their own.
+        await users.filter(pk=user_id).adelete()
+        await users.acreate(pk=user_id, username=f"coder-{user_id}-again")
+        assert await ratelimit.code_attempt_allowed(user_id)
     finally:
         ratelimit._windows.cache_clear()
 
 
+@pytest.mark.django_db(transaction=True)
 async def test_without_redis_the_attempt_limit_holds_in_this_process(settings) -> None:
     settings.REDIS_URL = ""
     settings.RECOVERY_CODE_RATE_LIMIT = 2
@@ -188,6 +197,7 @@ async def test_without_redis_the_attempt_limit_holds_in_this_process(settings) -
     assert [await ratelimit.code_attempt_allowed(user_id) for _ in range(3)] == [True, True, False]
 
 
+@pytest.mark.django_db(transaction=True)
 async def test_an_unreachable_redis_refuses_attempts_rather_than_lifting_the_limit(settings) -> None:
     settings.REDIS_URL = "redis://127.0.0.1:9/0"
     assert not await ratelimit.code_attempt_allowed(12345)
