@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import functools
 import logging
+from datetime import datetime
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from core.shared_limits import SharedWindows, StorageError, window
 
 log = logging.getLogger(__name__)
+
+
+def _date_joined(user_id: int) -> datetime | None:
+    joined: datetime | None = get_user_model().objects.filter(pk=user_id).values_list("date_joined", flat=True).first()
+    return joined
 
 
 @functools.cache
@@ -31,7 +38,7 @@ async def code_attempt_allowed(user_id: int) -> bool:
     item = window(settings.RECOVERY_CODE_RATE_LIMIT, settings.RECOVERY_CODE_RATE_WINDOW_S)
     # The window outlives the database's ids in Redis: a user id handed out again after a
     # database reset is another person, so the key names the account's creation too.
-    joined = await get_user_model().objects.filter(pk=user_id).values_list("date_joined", flat=True).afirst()
+    joined = await database_sync_to_async(_date_joined)(user_id)
     who = f"{user_id}@{joined.timestamp():.6f}" if joined is not None else str(user_id)
     try:
         return await _windows(settings.REDIS_URL).hit(item, "code-attempts", who)

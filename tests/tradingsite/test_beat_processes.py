@@ -1,8 +1,8 @@
 """Real `celery beat` processes on PostgreSQL + Redis: one sends, a standby takes over, sends expire.
 
 Each process runs the production command (`celery -A tradingsite beat`, the scheduler
-comes from the settings) against the test database and this run's Redis database, on
-a queue of its own so nothing else consumes the messages it sends.
+comes from the settings) with an empty VAR_DIR, against the test database and this
+run's Redis database, on a queue of its own so nothing else consumes what it sends.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ def spawn(tmp_path: Path, queue: str) -> Iterator[object]:
         "DATABASE_URL": _database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "CELERY_QUEUE": queue,
+        "VAR_DIR": str(tmp_path / "fresh-var"),  # nothing local: the schedule is in the database
         "BEAT_LEASE_TTL_S": "4",
         "PERIODIC_JOB_INTERVALS": "orders-reconcile=1",
     }
