@@ -19,7 +19,7 @@ from django.utils import timezone
 from core.health import Status
 from core.metrics import observe_job_run
 from core.models import ComponentHealth
-from core.schedule import PeriodicJob, job_interval_s, job_named, register_periodic_job
+from core.schedule import PeriodicJob, job_named, register_periodic_job, scheduled_interval_s
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,7 +28,7 @@ JOB_HEALTH_PROCESS = "periodic-jobs"
 
 
 def _record_run(job_name: str, status: Status, reason: str) -> None:
-    every_s = job_interval_s(job_named(job_name))
+    every_s = scheduled_interval_s(job_named(job_name))
     ComponentHealth.objects.update_or_create(
         component=f"job:{job_name}",
         defaults={

@@ -58,6 +58,29 @@ def job_interval_s(job: PeriodicJob) -> float:
     return float(settings.PERIODIC_JOB_INTERVALS.get(job.name, job.every_s))
 
 
+def scheduled_interval_s(job: PeriodicJob) -> float:
+    """The cadence the job actually runs at: with Celery beat (REDIS_URL), its database row's interval.
+
+    Beat's rows are seeded from job_interval_s and then edited in the admin, so the row
+    is what beat sends on; without a row (or an interval on it) the declared cadence.
+    """
+    from django.conf import settings
+
+    if settings.REDIS_URL:
+        from django.db import DatabaseError
+        from django_celery_beat.models import PeriodicTask
+
+        try:
+            row = PeriodicTask.objects.filter(name=job.name).select_related("interval").first()
+        except DatabaseError:
+            row = None
+        if row is not None and row.interval is not None:
+            seconds = float(row.interval.schedule.run_every.total_seconds())
+            if seconds > 0:
+                return seconds
+    return job_interval_s(job)
+
+
 def job_named(name: str) -> PeriodicJob:
     for job in periodic_jobs():
         if job.name == name:

@@ -345,6 +345,7 @@ async def reconcile_account(
     lease_wait_s: float = 0.0,
     prompt_after_s: float = 300.0,
     exposure_accounts: Sequence[int] | None = None,
+    before_exposure: Callable[[], Awaitable[None]] | None = None,
     sleep: Sleep = asyncio.sleep,
 ) -> ReconcileResult:
     """Run one reconciliation pass for one account.
@@ -354,7 +355,8 @@ async def reconcile_account(
     when another process is already reconciling; the restart rebuild waits one TTL).
     `exposure_accounts` are the accounts whose combined net position this broker's
     positions stand for (default: this account alone; several when they share one
-    venue key; empty: compared in another account's pass).
+    venue key; empty: compared in another account's pass). `before_exposure` is awaited
+    before that comparison: the other accounts' passes on the key book their fills first.
     """
     result = ReconcileResult(account_id)
     owner = new_owner_token()
@@ -416,6 +418,8 @@ async def reconcile_account(
             )
         group = (account_id,) if exposure_accounts is None else tuple(exposure_accounts)
         if group:
+            if before_exposure is not None:
+                await before_exposure()
             await _check_exposure(result, group, broker, owner, lock_ttl_s, held, {o.symbol for o in open_orders})
         result.awaiting_decision = tuple(await database_sync_to_async(intents_awaiting_decision)(account_id=account_id))
         report = await database_sync_to_async(ledger_check)(account_id=account_id)

@@ -20,6 +20,7 @@ from orders.brokers.registry import BrokerNotConfigured, BrokerRegistry
 from orders.ledger import ledger_open
 from orders.models import Account, Order, OrderIntent
 from orders.models.lifecycle import TERMINAL_STATUSES
+from orders.reconcile_runner import BeforeExposure, Row, exposure_plan, run_passes
 from orders.reconciliation import ReconcileResult, ReconcileTracker, accounts_to_reconcile, reconcile_account
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,12 @@ async def reconcile_all(
     await database_sync_to_async(ledgers_open_all)()
     if lease_wait_s is None:
         lease_wait_s = settings.ORDERS_LOCK_TTL_S + LEASE_TAKEOVER_MARGIN_S if rebuild else 0.0
-    results: list[ReconcileResult] = []
     accounts = await database_sync_to_async(accounts_to_reconcile)()
-    sharing = _accounts_sharing_a_broker(registry, accounts)
-    for account_id, venue, mode in accounts:
+    plan = exposure_plan(registry, accounts)
+    pass_timeout_s = None if timeout_s is None else timeout_s + lease_wait_s
+
+    async def run_pass(row: Row, before_exposure: BeforeExposure | None) -> ReconcileResult:
+        account_id, venue, mode = row
         result = ReconcileResult(account_id)
         try:
             broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
@@ -84,50 +87,31 @@ async def reconcile_all(
                     tracker=tracker,
                     lease_wait_s=lease_wait_s,
                     prompt_after_s=settings.ORDERS_UNRESOLVED_PROMPT_AFTER_S,
-                    exposure_accounts=sharing.get((account_id, venue, mode)),
+                    exposure_accounts=plan.accounts.get(row),
+                    before_exposure=before_exposure,
                 ),
-                None if timeout_s is None else timeout_s + lease_wait_s,
+                pass_timeout_s,
             )
         except BrokerNotConfigured as exc:
             result.skipped = str(exc)
+        except TimeoutError:
+            log.warning(
+                "orders reconcile account %s (%s %s): no answer within %.0fs", account_id, venue, mode, pass_timeout_s
+            )
+            result.skipped = f"failed: the broker did not answer within {pass_timeout_s:.0f}s"
         except Exception as exc:  # one broker down must not stop the others' pass
             log.warning("orders reconcile account %s (%s %s) failed: %r", account_id, venue, mode, exc)
             result.skipped = f"failed: {exc!r}"
-        results.append(result)
         reason = halt_reason(result, rebuild=rebuild)
         if reason and halt_entries is not None:
             # Exposure of a shared venue key cannot be pinned on one account: halt them all.
             for halted in sorted({account_id, *(result.exposure_accounts if result.exposure_mismatches else ())}):
                 await database_sync_to_async(halt_entries)(halted, reason)
-    return results
+        return result
 
-
-def _accounts_sharing_a_broker(
-    registry: BrokerRegistry, accounts: list[tuple[int, str, str]]
-) -> dict[tuple[int, str, str], tuple[int, ...]]:
-    """For accounts trading through one venue key: whose pass compares their combined exposure.
-
-    The venue reports one position for every account on its key, so the combined net
-    is compared once, in the pass of the group's last account (after every account's
-    fills are booked); the others compare nothing. A key with one account is absent.
-    """
-    groups: dict[int, list[tuple[int, str, str]]] = {}
-    for row in accounts:
-        account_id, venue, mode = row
-        try:
-            broker = registry.broker_for(account_id=account_id, venue=venue, mode=mode)
-        except BrokerNotConfigured:
-            continue
-        groups.setdefault(id(broker), []).append(row)
-    sharing: dict[tuple[int, str, str], tuple[int, ...]] = {}
-    for rows in groups.values():
-        if len(rows) < 2:
-            continue
-        members = tuple(sorted({account_id for account_id, _, _ in rows}))
-        for row in rows[:-1]:
-            sharing[row] = ()
-        sharing[rows[-1]] = members
-    return sharing
+    # Every account at once, each within its own timeout: one broker that hangs (a login
+    # pending, a venue not answering) must not hold up the other accounts' passes.
+    return await run_passes(accounts, plan, run_pass)
 
 
 def halt_reason(result: ReconcileResult, *, rebuild: bool) -> str:

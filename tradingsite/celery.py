@@ -1,4 +1,8 @@
-"""The Celery app: broker and options from Django settings, tasks autodiscovered."""
+"""The Celery app: broker and options from Django settings, tasks autodiscovered.
+
+Beat's schedule is not configured here: beat_scheduler (settings.jobs) reads it from the
+database, seeded from the declared periodic jobs (tradingsite.beat_scheduler).
+"""
 
 from __future__ import annotations
 
@@ -15,14 +19,11 @@ app.autodiscover_tasks()
 
 
 @app.on_after_configure.connect  # type: ignore[untyped-decorator]  # celery ships no types
-def _install_beat_schedule(sender: Celery, **kwargs: Any) -> None:
-    # The jobs declare themselves in the apps' tasks modules, which need the apps loaded:
-    # beat reads its schedule before Celery's Django fixup has set Django up.
+def _load_django_apps(sender: Celery, **kwargs: Any) -> None:
+    # Beat's scheduler reads and seeds the schedule through the ORM (the declared jobs live
+    # in the apps' tasks modules) before Celery's Django fixup would have set Django up.
     import django
     from django.apps import apps
 
     if not apps.ready:
         django.setup()
-    from core.schedule import beat_schedule
-
-    sender.conf.beat_schedule = beat_schedule()

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "dashboard",
+    "django_celery_beat",  # the beat schedule, in the database and the admin
 ]
 
 MIDDLEWARE = [

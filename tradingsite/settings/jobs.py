@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 
-from tradingsite.settings.base import VAR_DIR, env
+from tradingsite.settings.base import env
 from tradingsite.settings.channel_layers import REDIS_URL
 
 if REDIS_URL:
@@ -29,4 +29,12 @@ for _item in env.list("PERIODIC_JOB_INTERVALS", default=[]):
         raise ImproperlyConfigured(f"PERIODIC_JOB_INTERVALS: {_item!r} is not name=seconds") from None
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat keeps its schedule in the database (django-celery-beat, editable in the admin), seeded
+# from the declared jobs; one beat sends at a time, the holder of the beat lease.
+CELERY_BEAT_SCHEDULER = "tradingsite.beat_scheduler:LeasedDatabaseScheduler"
+# Save each entry's last run right after sending it, so a beat taking over knows what ran.
+CELERY_BEAT_SYNC_EVERY = 1
+# A beat that dies frees the lease after this long; the holder renews it at least 3 times per TTL.
+BEAT_LEASE_TTL_S = env.float("BEAT_LEASE_TTL_S", default=30.0)
+if not BEAT_LEASE_TTL_S > 0:
+    raise ImproperlyConfigured(f"BEAT_LEASE_TTL_S must be positive, not {BEAT_LEASE_TTL_S!r}")
