@@ -257,7 +257,13 @@ class DashboardClient:
     async def run(self) -> None:
         import websockets
 
-        headers = {"Cookie": f"sessionid={self.stack.session_key}", "Origin": f"http://127.0.0.1:{self.port}"}
+        # As a browser behind the TLS proxy connects: the public https origin, the proxy's scheme header.
+        headers = {
+            "Cookie": f"sessionid={self.stack.session_key}",
+            "Origin": "https://127.0.0.1",
+            "Host": "127.0.0.1",
+            "X-Forwarded-Proto": "https",
+        }
         async with websockets.connect(f"ws://127.0.0.1:{self.port}/ws/dashboard/", additional_headers=headers) as ws:
             self.connected.set()
             try:

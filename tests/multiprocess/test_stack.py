@@ -44,7 +44,16 @@ def stack_database_url() -> str:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     var_dir = tmp_path_factory.mktemp("stack")
-    with running_stack(stack_database_url(), settings.REDIS_URL, var_dir, WEB_A) as running:
+    # The browser test reaches the web ports directly (it plays the TLS proxy), so its pages
+    # have the plain-HTTP origin of the web port; a real deployment trusts only its public origin.
+    browser_origins = ",".join(f"http://127.0.0.1:{port}" for port in (WEB_A, WEB_B))
+    with running_stack(
+        stack_database_url(),
+        settings.REDIS_URL,
+        var_dir,
+        WEB_A,
+        extra_env={"CSRF_TRUSTED_ORIGINS": f"https://127.0.0.1,{browser_origins}"},
+    ) as running:
         try:
             webs = {port: running.start("web", name=f"web-{port}", port=port) for port in (WEB_A, WEB_B)}
             running.start("feed")
