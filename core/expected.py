@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from core.health import Status
-from core.schedule import job_interval_s, periodic_jobs
+from core.schedule import periodic_jobs, scheduled_interval_s
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ def unregister_expected_source(source: ExpectedSource) -> None:
 def scheduled_jobs() -> list[ExpectedComponent]:
     """Every declared periodic job, as the `job:<name>` component its runs report."""
     return [
-        ExpectedComponent(f"job:{job.name}", "scheduled job", None, 2 * job_interval_s(job)) for job in periodic_jobs()
+        ExpectedComponent(f"job:{job.name}", "scheduled job", None, 2 * scheduled_interval_s(job))
+        for job in periodic_jobs()
     ]
 
 

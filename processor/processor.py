@@ -26,6 +26,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from core.log_throttle import FailureLog
 from core.runtime.core import FatalError
 from feeds.market import FeedData, MarketData
 from processor.backfill_source import HistoricalTickProvider, NoHistory
@@ -437,14 +438,16 @@ class Processor:
     async def _reconcile_loop(self) -> None:
         assert self._load_desired is not None
         last: tuple[StrategySpec, ...] | None = None
+        failures = FailureLog(log, "processor: reading the strategy table", interval_s=60.0)
         while True:
             try:
                 loaded = await self._load_desired()
-            except Exception:
+            except Exception as exc:
                 # A database blip: the routes keep running on the last known set.
-                log.exception("processor: reading the strategy table failed; retrying")
+                failures.failed(exc)
                 await asyncio.sleep(self._reconcile_interval_s)
                 continue
+            failures.succeeded("reading again")
             desired = tuple(sorted(loaded, key=lambda spec: spec.route_key))
             if desired != last:
                 last = desired

@@ -95,6 +95,12 @@ class LiveStrategyEvents:
         self._clock = clock
         self._warn_interval_s = warn_interval_s
         self._last_warned = float("-inf")
+        self._store_failures = FailureLog(
+            log,
+            "processor: storing signals (kept and retried with the next flush)",
+            interval_s=warn_interval_s,
+            monotonic=clock,
+        )
         self._push_failures = FailureLog(
             log, "processor: push to browsers", interval_s=warn_interval_s, monotonic=clock
         )
@@ -187,8 +193,8 @@ class LiveStrategyEvents:
             return
         try:
             await self._persist(signals=signals, outputs=outputs)
-        except Exception:
-            log.exception("processor: storing %d signals failed; retrying with the next flush", len(signals))
+        except Exception as exc:
+            self._store_failures.failed(exc)
             # Signals must be stored: put them back ahead of newer ones, within the bound.
             room = self._capacity - len(self._store_signals)
             kept = signals[: max(room, 0)]
@@ -196,6 +202,7 @@ class LiveStrategyEvents:
                 self._count_dropped()
             self._store_signals = kept + self._store_signals
             return
+        self._store_failures.succeeded("storing signals again")
         self.signals_stored += len(signals)
         self.outputs_stored += len(outputs)
 

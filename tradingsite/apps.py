@@ -17,3 +17,7 @@ class TradingsiteConfig(AppConfig):
         from tradingsite.health_expected import enabled_feeds
 
         register_expected_source(enabled_feeds)
+
+        from tradingsite import celery_health
+
+        celery_health.install()

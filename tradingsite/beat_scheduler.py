@@ -25,7 +25,9 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, close_old_connections
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from core.health import Status
 from core.leases import describe_this_process, lease_holder, new_lease_owner, release_lease, take_lease
+from tradingsite import celery_health
 from tradingsite.beat_seed import seed_schedule
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,7 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         try:
             super().close()
         finally:
+            celery_health.stop("beat")
             if self.holding:
                 self.holding = False
                 try:
@@ -118,6 +121,8 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
             # Unable to renew: a standby may take over at the expiry, so stop sending now.
             held = False
             log.warning("beat: cannot reach the database for the beat lease (%r): not sending", exc)
+        if held:
+            celery_health.beat_says(Status.HEALTHY, f"sending: holds the beat lease as {self.lease_holder_text}")
         if held and not self.holding:
             log.info("beat: holding the beat lease as %s: sending", self.lease_holder_text)
             # Another beat may have sent since this one last read the entries: re-read them.
@@ -136,6 +141,7 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         except (DatabaseError, InterfaceError):
             return
         holder = current.holder if current is not None else ""
+        celery_health.beat_says(Status.HEALTHY, f"standby: the beat lease is held by {holder or 'nobody'}")
         said, at = self._standby_said
         now = time.monotonic()
         if holder != said or now - at >= STANDBY_LOG_EVERY_S:

@@ -257,11 +257,10 @@ class DashboardClient:
     async def run(self) -> None:
         import websockets
 
-        # As a browser behind the TLS proxy connects: the public https origin, the proxy's scheme header.
+        # As a browser behind the TLS proxy connects: an https page origin, the proxy's scheme header.
         headers = {
             "Cookie": f"sessionid={self.stack.session_key}",
-            "Origin": "https://127.0.0.1",
-            "Host": "127.0.0.1",
+            "Origin": f"https://127.0.0.1:{self.port}",
             "X-Forwarded-Proto": "https",
         }
         async with websockets.connect(f"ws://127.0.0.1:{self.port}/ws/dashboard/", additional_headers=headers) as ws:

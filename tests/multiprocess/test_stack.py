@@ -52,7 +52,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         settings.REDIS_URL,
         var_dir,
         WEB_A,
-        extra_env={"CSRF_TRUSTED_ORIGINS": f"https://127.0.0.1,{browser_origins}"},
+        extra_env={"CSRF_TRUSTED_ORIGINS": browser_origins},
     ) as running:
         try:
             webs = {port: running.start("web", name=f"web-{port}", port=port) for port in (WEB_A, WEB_B)}
@@ -339,7 +339,6 @@ def test_kill_9_of_the_runfeed_keeps_web_ready_shows_the_feed_blocked_and_the_st
             stack.start("feed")
 
 
-@pytest.mark.xfail(strict=True, reason="needs the beat branch")
 def test_with_two_beats_only_one_runs_the_jobs(stack: Stack) -> None:
     second = stack.start("beat", name="beat-second")
     try:
@@ -355,7 +354,6 @@ def test_with_two_beats_only_one_runs_the_jobs(stack: Stack) -> None:
         stack.stop(second)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the beat branch")
 def test_after_a_worker_outage_the_backlog_does_not_burst(stack: Stack) -> None:
     stack.stop(named(stack, "worker"))
     time.sleep(6)  # beat keeps scheduling a 1 s job: 6 runs fall due while no worker takes them

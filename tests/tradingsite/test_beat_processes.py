@@ -25,6 +25,7 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from core.leases import lease_holder
+from core.models import ComponentHealth
 from tests.helpers import eventually
 from tradingsite.beat_scheduler import BEAT_LEASE
 
@@ -126,6 +127,10 @@ def _pid_in_holder() -> int:
     return int(match.group(1))
 
 
+def _beat_rows() -> dict[int, str]:
+    return dict(ComponentHealth.objects.filter(role="beat", component="beat").values_list("pid", "reason"))
+
+
 def test_two_beats_one_sends_and_the_standby_takes_over_when_the_holder_is_killed(spawn, queue: str) -> None:
     first = spawn("beat")
     eventually(lambda: first.count(SENT) >= 1, timeout_s=60)
@@ -135,6 +140,10 @@ def test_two_beats_one_sends_and_the_standby_takes_over_when_the_holder_is_kille
     eventually(lambda: first.count(SENT) >= 4, timeout_s=30)
     assert second.count(SENT) == 0
     assert _pid_in_holder() == first.proc.pid
+    # Both beats list themselves in the site-wide health view, saying which one sends.
+    rows = eventually(lambda: _beat_rows() if len(_beat_rows()) == 2 else None, timeout_s=30)
+    assert rows[first.proc.pid].startswith("sending: holds the beat lease")
+    assert rows[second.proc.pid].startswith("standby: the beat lease is held by celery beat")
     # Every message on the queue came from the holder, each carrying its expiry.
     queued = _queued(queue)
     assert len(queued) == first.count(SENT)
@@ -161,7 +170,12 @@ def test_after_a_worker_outage_the_backlog_expires_instead_of_running(spawn, que
     last_expiry = max(datetime.fromisoformat(str(headers["expires"])) for headers in backlog)
     # Wait until the newest message is past its expiry, then bring the worker back.
     eventually(lambda: datetime.now(tz=last_expiry.tzinfo) > last_expiry, timeout_s=10)
+    assert _beat_rows() == {}  # a clean stop withdraws the beat's row
     worker = spawn("worker", "-Q", queue, "--pool", "solo", "--without-mingle", "--without-gossip")
+    eventually(
+        lambda: ComponentHealth.objects.filter(role="worker", component="worker", pid=worker.proc.pid).exists(),
+        timeout_s=60,
+    )  # the worker lists itself too
     eventually(
         lambda: worker.count("Discarding revoked task: orders.tasks.reconcile_accounts") == len(backlog), timeout_s=60
     )
