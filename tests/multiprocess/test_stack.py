@@ -254,8 +254,8 @@ def test_the_dashboard_resyncs_every_panel_after_its_web_process_restarts(stack:
             restart_web(stack, WEB_A)
             up_at = stack.scalar("SELECT now()")
             page.wait_for_selector("#connection[data-state=live]")
-            page.wait_for_function("Number(document.body.dataset.resyncs || 0) >= 1")
-            assert page.evaluate("document.body.dataset.resyncFailed") == "0"
+            page.wait_for_function("() => Number(document.body.dataset.resyncs || 0) >= 1")
+            assert page.evaluate("() => document.body.dataset.resyncFailed") == "0"
             # Signals of the gap: nothing pushed them, only the re-sync can show them.
             gap = {
                 f"{row[0]}|{row[1]}|{row[2]}"
