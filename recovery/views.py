@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from recovery.brokers import UnknownBroker
 from recovery.clock import current_clock
 from recovery.prompts import prompt_payload
 from recovery.ratelimit import code_attempt_allowed
@@ -28,6 +29,10 @@ from recovery.tokens import (
 )
 
 RATE_LIMITED = "Too many code attempts: wait a few minutes, then log in at the broker again."
+BROKER_REMOVED = (
+    "This broker is no longer configured on the site, so no login can complete. "
+    "Ask an administrator to configure it again (or to remove the prompt)."
+)
 
 
 def _status_for(error: TokenError) -> int:
@@ -89,6 +94,9 @@ async def _recover(request: HttpRequest, recovery_token: str, code: str) -> tupl
         prompt = await prompt_recover(user=user, recovery_token=recovery_token, code=code, now=current_clock().now())
     except TokenError as exc:
         return _status_for(exc), str(exc)
+    except UnknownBroker:
+        # The prompt outlived its broker's configuration: a conflict with the site's state.
+        return 409, BROKER_REMOVED
     return 200, f"{prompt.broker.capitalize()} login complete: the token is valid."
 
 
