@@ -3,12 +3,13 @@
 The registry validates params with the kind's Django form, and a form coerces strings:
 `"long_only": "maybe"` would become true and `"fast": "5"` the number 5. Params typed in
 the admin are JSON, so each value must already have the JSON type of its parameter
-(true/false for a flag, an integer for a count, a number or decimal string for a
-decimal) before the form checks ranges.
+(true/false for a flag, an integer or a string of digits for a count, a number or a
+decimal string for a decimal) before the form checks ranges.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -20,11 +21,17 @@ from core.json_limits import check_json_value
 from processor.strategies import STRATEGIES, clean_params
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
 def _type_error(name: str, field: forms.Field, value: object) -> str | None:
     if isinstance(field, forms.BooleanField):
         return None if isinstance(value, bool) else f"{name} must be true or false"
     if isinstance(field, forms.IntegerField) and not isinstance(field, forms.DecimalField | forms.FloatField):
-        ok = isinstance(value, int) and not isinstance(value, bool)
+        # A string of digits is unambiguous and is stored as the number; "maybe" or 1.5 are not.
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and _INTEGER.fullmatch(value) is not None
+        )
         return None if ok else f"{name} must be an integer"
     if isinstance(field, forms.DecimalField | forms.FloatField):
         if isinstance(value, bool) or not isinstance(value, int | float | str):
