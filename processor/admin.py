@@ -84,6 +84,9 @@ class _History(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request) and super().has_delete_permission(request, obj)
+
 
 @admin.register(StrategySignal)
 class StrategySignalAdmin(_History):

@@ -57,6 +57,10 @@ class BrokerTokenAdmin(OwnerScopedAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A slot is the site's (feeds and orders read it); removing it is a superuser's call.
+        return is_superuser(request) and super().has_delete_permission(request, obj)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
         # Only a superuser hands a token slot (and its logins) to someone.
@@ -101,3 +105,7 @@ class AuthPromptAdmin(OwnerScopedAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A prompt ends by a login or a new token state, not by deleting it.
+        return is_superuser(request) and super().has_delete_permission(request, obj)
