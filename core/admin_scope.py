@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.dispatch import Signal
 from django.http import HttpRequest
@@ -26,7 +28,32 @@ def is_superuser(request: HttpRequest) -> bool:
     return bool(getattr(request.user, "is_superuser", False))
 
 
-class SuperuserOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+# The widest primary key any of the site's databases stores (a signed 64-bit integer).
+_MAX_PK = 2**63 - 1
+
+
+class BoundedModelMultipleChoiceField(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
+    """Refuses an id no database could hold as a form error (SQLite raises OverflowError on it)."""
+
+    def _check_values(self, value: Any) -> Any:
+        for pk in value:
+            text = str(pk).strip()
+            if text.lstrip("-").isdigit() and abs(int(text)) > _MAX_PK:
+                raise ValidationError(
+                    self.error_messages["invalid_pk_value"], code="invalid_pk_value", params={"pk": text[:40]}
+                )
+        return super()._check_values(value)
+
+
+class BoundedChoicesAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Every many-to-many choice list of the admin refuses out-of-range ids cleanly."""
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        kwargs.setdefault("form_class", BoundedModelMultipleChoiceField)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class SuperuserOnlyAdmin(BoundedChoicesAdmin):
     """A model that belongs to no user: only superusers see or change it."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -45,7 +72,7 @@ class SuperuserOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return is_superuser(request) and super().has_delete_permission(request, obj)
 
 
-class OwnerScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class OwnerScopedAdmin(BoundedChoicesAdmin):
     """Rows reached from their owner by `owner_path` (a lookup ending at the user).
 
     `owned_choices` maps a foreign-key field to the lookup from its target model to the

@@ -81,6 +81,11 @@ def check_json_value(value: object, *, max_depth: int = MAX_JSON_DEPTH, max_keys
 def _check_string(text: str) -> None:
     if "\x00" in text:
         raise ValidationError("NUL characters are not allowed.", code="json_nul")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate ("\ud800") parses but can be neither stored nor shown.
+        raise ValidationError("Strings must be valid Unicode text.", code="json_unicode") from None
     if len(text) > MAX_JSON_STRING_CHARS:
         raise ValidationError(f"Strings are limited to {MAX_JSON_STRING_CHARS} characters.", code="json_string")
 

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from core.admin_scope import is_superuser
+from core.admin_scope import BoundedChoicesAdmin, is_superuser
 from core.json_limits import BoundedJSONField
 from processor.models import Strategy, StrategyOutputRecord, StrategySignal
 from processor.params_schema import clean_strategy_params
@@ -47,7 +47,7 @@ class StrategyForm(forms.ModelForm):
         return cleaned
 
 
-class _SuperuserChanges(admin.ModelAdmin):
+class _SuperuserChanges(BoundedChoicesAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_superuser(request) and super().has_add_permission(request)
 

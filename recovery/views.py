@@ -6,6 +6,7 @@ see, count against the per-user rate limit, and never put a token in a response.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -29,6 +30,10 @@ from recovery.tokens import (
 )
 
 RATE_LIMITED = "Too many code attempts: wait a few minutes, then log in at the broker again."
+BAD_CODE = "That is not an authorization code: paste the value after code= from the address bar."
+# Broker codes are short printable ASCII; anything else (NUL, control or non-ASCII
+# characters) is refused before it reaches the broker, the prompt or a log line.
+_CODE_CHARS = re.compile(r"[\x21-\x7e]*")
 BROKER_REMOVED = (
     "This broker is no longer configured on the site, so no login can complete. "
     "Ask an administrator to configure it again (or to remove the prompt)."
@@ -90,6 +95,8 @@ async def _recover(request: HttpRequest, recovery_token: str, code: str) -> tupl
     user = await _user(request)
     if not await code_attempt_allowed(user.pk):
         return 429, RATE_LIMITED
+    if _CODE_CHARS.fullmatch(code.strip()) is None:
+        return 400, BAD_CODE
     try:
         prompt = await prompt_recover(user=user, recovery_token=recovery_token, code=code, now=current_clock().now())
     except TokenError as exc:

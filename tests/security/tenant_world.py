@@ -15,11 +15,15 @@ a missing permission hides.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -180,3 +184,19 @@ def build_world() -> World:
     missing = [name for name, value in world.ids.items() if value is None]
     assert not missing, f"the world lacks rows for {missing}"
     return world
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """One committed world per test module (building it trades on the paper exchange).
+
+    Each test still runs in its own rolled-back transaction on top of it; the world is
+    flushed at the end of the module, as a transactional test's data would be.
+    """
+    with django_db_blocker.unblock():
+        from orders.models import Account
+
+        built = build_world()
+        built.ids["account_content_type"] = ContentType.objects.get_for_model(Account).pk
+        yield built
+        call_command("flush", interactive=False, verbosity=0)

@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 
 from tests.security.routes import site_routes
-from tests.security.tenant_world import ROLES, World, build_world
+from tests.security.tenant_world import ROLES, World, world  # noqa: F401  (the fixture)
 
 SECWEB = pytest.mark.xfail(strict=True, reason="fixed on the secweb branch")
 
@@ -195,19 +194,9 @@ def _cases() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[tuple[World, dict[str, Client]]]:
-    # One world for the whole walk (building it trades on the paper exchange); it is
-    # committed, so it is flushed afterwards like a transactional test's data.
+def clients(world: World, django_db_blocker: Any) -> dict[str, Client]:  # noqa: F811
     with django_db_blocker.unblock():
-        from django.contrib.contenttypes.models import ContentType
-
-        from orders.models import Account
-
-        built = build_world()
-        built.ids["account_content_type"] = ContentType.objects.get_for_model(Account).pk
-        clients = {role: built.client(role, raise_request_exception=False) for role in ROLES}
-        yield built, clients
-        call_command("flush", interactive=False, verbosity=0)
+        return {role: world.client(role, raise_request_exception=False) for role in ROLES}
 
 
 def test_every_route_has_an_entry() -> None:
@@ -226,9 +215,9 @@ def _secrets(world: World) -> list[str]:
 @pytest.mark.django_db
 @pytest.mark.parametrize(("pattern", "url", "role", "status"), list(_cases()))
 def test_route_answers_each_user_as_allowed(
-    world: tuple[World, dict[str, Client]], pattern: str, url: str, role: str, status: int
+    world: World, clients: dict[str, Client], pattern: str, url: str, role: str, status: int
 ) -> None:
-    built, clients = world
+    built = world
     response = clients[role].get(url.format(**built.ids))
     assert response.status_code == status, f"{role} GET {url}: {response.status_code}, expected {status}"
     if role != "owner" and not getattr(response, "streaming", False):
