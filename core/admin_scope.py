@@ -42,7 +42,7 @@ class BoundedModelMultipleChoiceField(forms.ModelMultipleChoiceField):  # type: 
                 raise ValidationError(
                     self.error_messages["invalid_pk_value"], code="invalid_pk_value", params={"pk": text[:40]}
                 )
-        return super()._check_values(value)
+        return super()._check_values(value)  # type: ignore[misc]
 
 
 class BoundedChoicesAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -107,8 +107,15 @@ def owned_rows(model: type[Model], path: str, request: HttpRequest) -> QuerySet[
 owner_changed = Signal()
 
 
-def owner_change(*, request: HttpRequest, obj: Model, target: str, before_id: int | None, after_id: int | None,
-                 account_id: int | None = None) -> None:
+def owner_change(
+    *,
+    request: HttpRequest,
+    obj: Model,
+    target: str,
+    before_id: int | None,
+    after_id: int | None,
+    account_id: int | None = None,
+) -> None:
     """Announce that `obj` moved from user `before_id` to `after_id` (called inside the save's transaction)."""
     owner_changed.send(
         sender=type(obj),

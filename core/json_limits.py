@@ -107,7 +107,7 @@ def parse_bounded_json(
     check_json_value(value, max_depth=max_depth)
     if require_object and not isinstance(value, dict):
         raise ValidationError(
-            f"Enter a JSON object such as {{}} or {{\"key\": 1}}, not {type(value).__name__}.", code="json_object"
+            f'Enter a JSON object such as {{}} or {{"key": 1}}, not {type(value).__name__}.', code="json_object"
         )
     return value
 

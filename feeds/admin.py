@@ -25,7 +25,7 @@ class FeedForm(forms.ModelForm):
 
     class Meta:
         model = Feed
-        fields = "__all__"
+        fields = ["name", "venue", "market_type", "enabled", "settings"]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -36,8 +36,10 @@ class FeedForm(forms.ModelForm):
             except ValidationError as exc:
                 self.add_error(
                     "settings",
-                    [f"{key}: {'; '.join(messages)}" if key != "settings" else "; ".join(messages)
-                     for key, messages in exc.message_dict.items()],
+                    [
+                        f"{key}: {'; '.join(messages)}" if key != "settings" else "; ".join(messages)
+                        for key, messages in exc.message_dict.items()
+                    ],
                 )
         return cleaned
 

@@ -15,7 +15,6 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 
 from core.admin_scope import OwnerScopedAdmin, is_superuser, owner_change
-
 from orders.models import (
     Account,
     AuditEvent,

@@ -34,7 +34,7 @@ class StrategyForm(forms.ModelForm):
 
     class Meta:
         model = Strategy
-        fields = "__all__"
+        fields = ["name", "kind", "params", "enabled", "instruments"]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

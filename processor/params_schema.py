@@ -20,7 +20,6 @@ from django.core.exceptions import ValidationError
 from core.json_limits import check_json_value
 from processor.strategies import STRATEGIES, clean_params
 
-
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 

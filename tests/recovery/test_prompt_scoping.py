@@ -215,7 +215,9 @@ def test_a_removed_broker_answers_a_clear_error_not_a_500(upstox: UpstoxTokenExc
     client = client_of(alice)
     client.raise_request_exception = False
     with use_exchanges([]):  # the broker's settings were removed and the site restarted
-        answer = client.post(f"/recovery/prompts/{recovery_token}/code", {"code": "abc"}, HTTP_ACCEPT="application/json")
+        answer = client.post(
+            f"/recovery/prompts/{recovery_token}/code", {"code": "abc"}, HTTP_ACCEPT="application/json"
+        )
         assert answer.status_code == 409 and answer.json() == {"ok": False, "message": BROKER_REMOVED}
         page = client.post(f"/recovery/prompts/{recovery_token}/code", {"code": "abc"})
         assert page.status_code == 409 and "no longer configured" in page.content.decode()

@@ -186,8 +186,8 @@ def build_world() -> World:
     return world
 
 
-@pytest.fixture(scope="module")
-def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+@pytest.fixture(scope="module", name="world")
+def world_fixture(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
     """One committed world per test module (building it trades on the paper exchange).
 
     Each test still runs in its own rolled-back transaction on top of it; the world is

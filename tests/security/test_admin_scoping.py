@@ -17,7 +17,7 @@ from core.admin_scope import OwnerScopedAdmin, SuperuserOnlyAdmin
 from dashboard.admin import OWNER_CHANGE_ACTION, ApiKeyAdmin, ControlAuditAdmin, KillSwitchAdmin
 from dashboard.models import ControlAudit
 from orders.models import Account
-from tests.security.tenant_world import World, world  # noqa: F401  (the fixture)
+from tests.security.tenant_world import World, world_fixture  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
 SCOPED = (OwnerScopedAdmin, ApiKeyAdmin, KillSwitchAdmin, ControlAuditAdmin)
@@ -46,8 +46,10 @@ def test_every_admin_is_either_scoped_to_its_owner_or_for_superusers() -> None:
     assert unscoped == [], "an admin with no owner scope and no superuser-only rule"
 
 
-@pytest.mark.parametrize("model", scoped_models() + [m for m in admin.site._registry if m._meta.app_label == "processor"])
-def test_a_staff_user_lists_none_of_the_owners_rows(world: World, model: type) -> None:  # noqa: F811
+@pytest.mark.parametrize(
+    "model", scoped_models() + [m for m in admin.site._registry if m._meta.app_label == "processor"]
+)
+def test_a_staff_user_lists_none_of_the_owners_rows(world: World, model: type) -> None:
     staff, owner, root = (world.client(role) for role in ("staff", "owner", "root"))
     assert changelist_count(staff, model) == 0
     mine = changelist_count(owner, model)
@@ -55,14 +57,14 @@ def test_a_staff_user_lists_none_of_the_owners_rows(world: World, model: type) -
     assert changelist_count(root, model) >= mine
 
 
-def test_the_owner_lists_their_account_switch_but_not_the_global_one(world: World) -> None:  # noqa: F811
+def test_the_owner_lists_their_account_switch_but_not_the_global_one(world: World) -> None:
     from dashboard.models import KillSwitch
 
     assert changelist_count(world.client("owner"), KillSwitch) == 1
     assert changelist_count(world.client("root"), KillSwitch) == 2
 
 
-def test_a_staff_user_adds_accounts_for_themselves_only(world: World) -> None:  # noqa: F811
+def test_a_staff_user_adds_accounts_for_themselves_only(world: World) -> None:
     staff = world.client("staff")
     form = {"name": "ops", "broker": "paper", "allocated_capital": "10", "currency": "USDT", "_save": "Save"}
     refused = staff.post("/admin/orders/account/add/", form | {"owner": world.users["other"].pk})
@@ -72,7 +74,7 @@ def test_a_staff_user_adds_accounts_for_themselves_only(world: World) -> None:  
     assert Account.objects.get(name="ops").owner == world.users["staff"]
 
 
-def test_a_superuser_moving_an_account_is_audited(world: World) -> None:  # noqa: F811
+def test_a_superuser_moving_an_account_is_audited(world: World) -> None:
     account = Account.objects.get(pk=world.ids["account"])
     form = {
         "name": account.name,
@@ -97,7 +99,7 @@ def test_a_superuser_moving_an_account_is_audited(world: World) -> None:  # noqa
     assert not ControlAudit.objects.filter(action=OWNER_CHANGE_ACTION).exists()
 
 
-def test_a_staff_user_cannot_see_another_users_api_key(world: World) -> None:  # noqa: F811
+def test_a_staff_user_cannot_see_another_users_api_key(world: World) -> None:
     page = world.client("staff").get("/admin/authtoken/tokenproxy/").content.decode()
     assert world.ids["api_key"] not in page
     assert world.ids["api_key"] in world.client("owner").get("/admin/authtoken/tokenproxy/").content.decode()

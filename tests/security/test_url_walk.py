@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from tests.security.routes import site_routes
-from tests.security.tenant_world import ROLES, World, world  # noqa: F401  (the fixture)
+from tests.security.tenant_world import ROLES, World, world_fixture  # noqa: F401  (the fixture)
 
 SECWEB = pytest.mark.xfail(strict=True, reason="fixed on the secweb branch")
 
@@ -194,7 +194,7 @@ def _cases() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def clients(world: World, django_db_blocker: Any) -> dict[str, Client]:  # noqa: F811
+def clients(world: World, django_db_blocker: Any) -> dict[str, Client]:
     with django_db_blocker.unblock():
         return {role: world.client(role, raise_request_exception=False) for role in ROLES}
 
