@@ -200,3 +200,15 @@ def world_fixture(django_db_setup: None, django_db_blocker: Any) -> Iterator[Wor
         built.ids["account_content_type"] = ContentType.objects.get_for_model(Account).pk
         yield built
         call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def live_db(world: World, django_db_blocker: Any) -> Iterator[World]:
+    """Database access outside a test transaction, for the async views.
+
+    They reach the database through database_sync_to_async, which closes a connection
+    found inside a transaction it did not open; on PostgreSQL that would end a test's
+    wrapping transaction. Tests on this fixture must leave the world as they found it.
+    """
+    with django_db_blocker.unblock():
+        yield world
