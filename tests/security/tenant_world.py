@@ -202,8 +202,8 @@ def world_fixture(django_db_setup: None, django_db_blocker: Any) -> Iterator[Wor
         call_command("flush", interactive=False, verbosity=0)
 
 
-@pytest.fixture
-def live_db(world: World, django_db_blocker: Any) -> Iterator[World]:
+@pytest.fixture(name="live_db")
+def live_db_fixture(world: World, django_db_blocker: Any) -> Iterator[World]:
     """Database access outside a test transaction, for the async views.
 
     They reach the database through database_sync_to_async, which closes a connection

@@ -19,7 +19,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.test import Client
 
-from tests.security.tenant_world import World, live_db, world_fixture  # noqa: F401  (the fixtures)
+from tests.security.tenant_world import World, live_db_fixture, world_fixture  # noqa: F401  (the fixtures)
 
 DEEP = "[" * 3000 + "]" * 3000
 CORPUS: dict[str, str] = {

@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from tests.security.routes import site_routes
-from tests.security.tenant_world import ROLES, World, live_db, world_fixture  # noqa: F401  (the fixtures)
+from tests.security.tenant_world import ROLES, World, live_db_fixture, world_fixture  # noqa: F401  (the fixtures)
 
 SECWEB = pytest.mark.xfail(strict=True, reason="fixed on the secweb branch")
 
