@@ -203,12 +203,15 @@ def world_fixture(django_db_setup: None, django_db_blocker: Any) -> Iterator[Wor
 
 
 @pytest.fixture(name="live_db")
-def live_db_fixture(world: World, django_db_blocker: Any) -> Iterator[World]:
-    """Database access outside a test transaction, for the async views.
+def live_db_fixture(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    """The world for tests that reach the async views (mark them django_db as usual).
 
-    They reach the database through database_sync_to_async, which closes a connection
-    found inside a transaction it did not open; on PostgreSQL that would end a test's
-    wrapping transaction. Tests on this fixture must leave the world as they found it.
+    Those views reach the database through database_sync_to_async, which closes a
+    connection it finds inside a transaction it did not open; on PostgreSQL that ends the
+    test's wrapping transaction and the next query fails. Within a test the connection is
+    the test's own, so keeping it open changes nothing the views do.
     """
-    with django_db_blocker.unblock():
-        yield world
+    import channels.db
+
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: None)
+    return world

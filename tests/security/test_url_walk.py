@@ -212,11 +212,12 @@ def _secrets(world: World) -> list[str]:
     return [world.ids["api_key"], world.ids["recovery_token"], world.ids["client_order_id"]]
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize(("pattern", "url", "role", "status"), list(_cases()))
 def test_route_answers_each_user_as_allowed(
     live_db: World, clients: dict[str, Client], pattern: str, url: str, role: str, status: int
 ) -> None:
-    built = live_db  # GETs only: the walk changes nothing, so it needs no rollback
+    built = live_db
     response = clients[role].get(url.format(**built.ids))
     assert response.status_code == status, f"{role} GET {url}: {response.status_code}, expected {status}"
     if role != "owner" and not getattr(response, "streaming", False):
