@@ -9,8 +9,10 @@ owns the control audit.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -84,6 +86,29 @@ for _model, _base in ((User, UserAdmin), (Group, GroupAdmin)):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
     admin.site.register(_model, type(f"Superuser{_base.__name__}", (SuperuserOnlyAdmin, _base), {}))
+
+
+# Third-party apps whose rows belong to the whole site (login throttling records, the
+# beat schedule): whatever admin they register becomes superuser-only. Their admin
+# module is imported here first, so it has registered by the time it is wrapped, even
+# for an app listed after this one.
+SITE_WIDE_APPS = ("axes", "django_celery_beat")
+
+
+def _superuser_only_admins(app_labels: tuple[str, ...]) -> None:
+    for app_label in app_labels:
+        if not apps.is_installed(app_label):
+            continue
+        importlib.import_module(f"{app_label}.admin")
+        for model, model_admin in list(admin.site._registry.items()):
+            if model._meta.app_config.name != app_label or isinstance(model_admin, SuperuserOnlyAdmin):
+                continue
+            admin.site.unregister(model)
+            base = type(model_admin)
+            admin.site.register(model, type(f"SuperuserOnly{base.__name__}", (SuperuserOnlyAdmin, base), {}))
+
+
+_superuser_only_admins(SITE_WIDE_APPS)
 
 
 if admin.site.is_registered(TokenProxy):

@@ -103,3 +103,20 @@ def test_a_staff_user_cannot_see_another_users_api_key(world: World) -> None:
     page = world.client("staff").get("/admin/authtoken/tokenproxy/").content.decode()
     assert world.ids["api_key"] not in page
     assert world.ids["api_key"] in world.client("owner").get("/admin/authtoken/tokenproxy/").content.decode()
+
+
+def test_site_wide_third_party_admins_become_superuser_only() -> None:
+    """The wrapping the throttling records and the beat schedule get, tried on an installed app."""
+    from rest_framework.authtoken.models import TokenProxy
+
+    from dashboard.admin import SITE_WIDE_APPS, _superuser_only_admins
+
+    assert SITE_WIDE_APPS == ("axes", "django_celery_beat")
+    registry = dict(admin.site._registry)
+    try:
+        _superuser_only_admins(("rest_framework.authtoken", "not_installed"))
+        wrapped = admin.site._registry[TokenProxy]
+        assert isinstance(wrapped, SuperuserOnlyAdmin) and isinstance(wrapped, ApiKeyAdmin)
+    finally:
+        admin.site._registry.clear()
+        admin.site._registry.update(registry)
