@@ -1,9 +1,47 @@
+"""Feeds, instruments and what the recorder wrote: the whole site's, so superusers only.
+
+A feed's settings are checked against its venue's declared settings (feeds.settings_schema)
+with JSON size and depth limits, so a malformed value is a form error.
+"""
+
+from __future__ import annotations
+
 from datetime import UTC
+from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 
+from core.admin_scope import SuperuserOnlyAdmin
 from core.fixed_point import fixed_to_str
+from core.json_limits import BoundedJSONField
 from feeds.models import Feed, Instrument, KnownHole, StreamCheckpoint, Subscription, Tick
+from feeds.settings_schema import clean_feed_settings
+
+
+class FeedForm(forms.ModelForm):
+    settings = BoundedJSONField(help_text=Feed._meta.get_field("settings").help_text)
+
+    class Meta:
+        model = Feed
+        fields = ["name", "venue", "market_type", "enabled", "settings"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        venue = cleaned.get("venue")
+        if venue and "settings" in cleaned:
+            try:
+                cleaned["settings"] = clean_feed_settings(venue, cleaned["settings"])
+            except ValidationError as exc:
+                self.add_error(
+                    "settings",
+                    [
+                        f"{key}: {'; '.join(messages)}" if key != "settings" else "; ".join(messages)
+                        for key, messages in exc.message_dict.items()
+                    ],
+                )
+        return cleaned
 
 
 class InstrumentInline(admin.TabularInline):
@@ -13,7 +51,8 @@ class InstrumentInline(admin.TabularInline):
 
 
 @admin.register(Feed)
-class FeedAdmin(admin.ModelAdmin):
+class FeedAdmin(SuperuserOnlyAdmin):
+    form = FeedForm
     list_display = ["name", "venue", "market_type", "enabled", "created_at"]
     list_filter = ["venue", "market_type", "enabled"]
     search_fields = ["name"]
@@ -26,7 +65,7 @@ class SubscriptionInline(admin.TabularInline):
 
 
 @admin.register(Instrument)
-class InstrumentAdmin(admin.ModelAdmin):
+class InstrumentAdmin(SuperuserOnlyAdmin):
     list_display = ["symbol", "venue_symbol", "feed", "tick_size", "lot_size", "contract_multiplier"]
     list_filter = ["feed__venue", "feed"]
     search_fields = ["symbol", "venue_symbol"]
@@ -35,7 +74,7 @@ class InstrumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(SuperuserOnlyAdmin):
     list_display = ["instrument", "channel", "enabled", "created_at"]
     list_filter = ["channel", "enabled", "instrument__feed"]
     search_fields = ["instrument__symbol", "instrument__venue_symbol"]
@@ -48,13 +87,13 @@ def _ns_to_utc(ts_ns: int) -> str:
     return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):
+class _ReadOnlyAdmin(SuperuserOnlyAdmin):
     """Rows the runtime writes; the admin only shows them."""
 
-    def has_add_permission(self, request: object) -> bool:
+    def has_add_permission(self, request: Any, *args: Any) -> bool:
         return False
 
-    def has_change_permission(self, request: object, obj: object = None) -> bool:
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False
 
 

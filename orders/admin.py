@@ -1,11 +1,20 @@
-"""Admin for accounts; staff who are not superusers see only their own accounts."""
+"""Admin for accounts; staff who are not superusers see and change only their own accounts.
+
+An account's owner can be changed by superusers only, and every change of owner is
+written to the control audit.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 
+from core.admin_scope import OwnerScopedAdmin, is_superuser, owner_change
 from orders.models import (
     Account,
     AuditEvent,
@@ -21,42 +30,48 @@ from orders.selectors import signal_outcomes_for_user
 
 
 @admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
+class AccountAdmin(OwnerScopedAdmin):
     list_display = ["name", "owner", "broker", "allocated_capital", "currency"]
     list_filter = ["broker", "currency"]
     search_fields = ["name", "owner__username"]
     list_select_related = ["owner"]
+    owner_path = "owner"
+    owned_choices = {"owner": "pk"}
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:
-        queryset = super().get_queryset(request)
-        return queryset if request.user.is_superuser else queryset.filter(owner=request.user)
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {"owner": request.user.pk, **super().get_changeform_initial_data(request)}
+
+    def save_model(self, request: HttpRequest, obj: Account, form: ModelForm, change: bool) -> None:
+        before = Account.objects.filter(pk=obj.pk).values_list("owner_id", flat=True).first() if change else None
+        if not is_superuser(request):
+            # The choice list offers only the user; this holds even for a hand-made POST.
+            obj.owner = get_user_model().objects.get(pk=request.user.pk or 0)
+        super().save_model(request, obj, form, change)
+        if change and before != obj.owner_id:
+            owner_change(
+                request=request,
+                obj=obj,
+                target=f"account {obj.name}",
+                before_id=before,
+                after_id=obj.owner_id,
+                account_id=obj.pk,
+            )
 
 
 @admin.register(TradeSetting)
-class TradeSettingAdmin(admin.ModelAdmin):
+class TradeSettingAdmin(OwnerScopedAdmin):
     list_display = ["strategy", "account", "quantity", "mode", "enabled"]
     list_filter = ["mode", "enabled", "account__broker"]
     search_fields = ["strategy__name", "account__name"]
     list_select_related = ["strategy", "account"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[TradeSetting]:
-        queryset = super().get_queryset(request)
-        return queryset if request.user.is_superuser else queryset.filter(account__owner=request.user)
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
-        if db_field.name == "account" and not request.user.is_superuser:
-            kwargs["queryset"] = Account.objects.filter(owner=request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+    owner_path = "account__owner"
+    owned_choices = {"account": "owner"}
 
 
-class OwnedByAccountAdmin(admin.ModelAdmin):
+class OwnedByAccountAdmin(OwnerScopedAdmin):
     """Read-only views of account-scoped rows; staff who are not superusers see only their own accounts."""
 
-    account_path = "account__owner"
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        return queryset if request.user.is_superuser else queryset.filter(**{self.account_path: request.user})
+    owner_path = "account__owner"
 
     # The lifecycle changes only through its handlers (orders.lifecycle), never by hand.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -139,7 +154,7 @@ class SignalOutcomeAdmin(OwnedByAccountAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[SignalOutcome]:
         # Unlike the other account rows, a signal that reached no account has no owner: staff
         # see it when their accounts trade its strategy (as on the dashboard and the API).
-        queryset = admin.ModelAdmin.get_queryset(self, request)
+        queryset = admin.ModelAdmin.get_queryset(self, request)  # not the account filter: see above
         if request.user.is_superuser:
             return queryset
         return queryset.filter(pk__in=signal_outcomes_for_user(request.user).values("pk"))

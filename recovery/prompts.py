@@ -14,17 +14,22 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from recovery.brokers import get_exchange
+from recovery.brokers import UnknownBroker, get_exchange
 from recovery.models import AuthPrompt, BrokerToken, PromptResolution
 from recovery.push import push_prompt_event_on_commit
 from recovery.tokens import TokenKey
 
 
 def prompt_audience_ids(prompt: AuthPrompt) -> list[int]:
-    """The users who see `prompt`: its owner, or every active staff user when it has none."""
+    """The users who see `prompt`: its owner, or every active superuser when it has none.
+
+    A prompt carries the OAuth state that completes a login, so it is never shown to
+    staff in general: whoever holds it could log the token slot in to their own broker
+    account.
+    """
     if prompt.owner_id is not None:
         return [prompt.owner_id]
-    return list(get_user_model().objects.filter(is_staff=True, is_active=True).values_list("pk", flat=True))
+    return list(get_user_model().objects.filter(is_superuser=True, is_active=True).values_list("pk", flat=True))
 
 
 def prompt_payload(prompt: AuthPrompt) -> dict[str, Any]:
@@ -48,13 +53,18 @@ def _owner_id(key: TokenKey) -> int | None:
 
 
 def _open_prompt(*, recovery_key: str, key: TokenKey, defaults: dict[str, Any]) -> tuple[AuthPrompt, bool]:
+    owner_id = _owner_id(key)
     existing = AuthPrompt.objects.filter(recovery_key=recovery_key, resolved_at__isnull=True).first()
-    if existing is not None:
+    if existing is not None and existing.owner_id == owner_id:
         return existing, False
+    if existing is not None:
+        # Opened for someone else (or for no one): its recovery token was shown to that
+        # audience, so the token's owner gets a fresh prompt instead of inheriting it.
+        _resolve([existing], PromptResolution.SUPERSEDED)
     try:
         with transaction.atomic():
             prompt = AuthPrompt.objects.create(
-                recovery_key=recovery_key, broker=key.broker, kind=key.kind.value, owner_id=_owner_id(key), **defaults
+                recovery_key=recovery_key, broker=key.broker, kind=key.kind.value, owner_id=owner_id, **defaults
             )
     except IntegrityError:
         # Another process opened it between our read and insert: share theirs.
@@ -133,6 +143,49 @@ def prompt_clear_logical(*, key: TokenKey, resolution: PromptResolution = Prompt
             list(AuthPrompt.objects.filter(broker=key.broker, kind=key.kind.value, resolved_at__isnull=True)),
             resolution,
         )
+
+
+def prompt_follow_owner(*, key: TokenKey) -> int:
+    """Give `key`'s open prompts to the token's current owner; return how many moved.
+
+    Each prompt held by another audience is superseded (its dashboards are told to drop
+    it) and reopened for the owner with a new recovery token: the old one, which is also
+    the OAuth state, was visible to the previous audience.
+    """
+    moved = 0
+    with transaction.atomic():
+        owner_id = _owner_id(key)
+        stale = list(
+            AuthPrompt.objects.select_for_update()
+            .filter(broker=key.broker, kind=key.kind.value, resolved_at__isnull=True)
+            .exclude(owner_id=owner_id)  # with a None owner: the owned ones; else others' and unowned
+        )
+        for old in stale:
+            if _resolve([old], PromptResolution.SUPERSEDED) != 1:
+                continue
+            prompt = AuthPrompt.objects.create(
+                recovery_key=old.recovery_key,
+                broker=old.broker,
+                kind=old.kind,
+                owner_id=owner_id,
+                terminal=old.terminal,
+                message=old.message,
+            )
+            if not prompt.terminal:
+                prompt.login_url = _login_url(prompt)
+                prompt.save(update_fields=["login_url"])
+            push_prompt_event_on_commit(
+                prompt_audience_ids(prompt), {"action": "open", "prompt": prompt_payload(prompt)}
+            )
+            moved += 1
+    return moved
+
+
+def _login_url(prompt: AuthPrompt) -> str:
+    try:
+        return get_exchange(prompt.broker).authorization_url(str(prompt.recovery_token))
+    except UnknownBroker:
+        return ""  # the broker was removed from the configuration; submitting says so
 
 
 def _open_for(key: TokenKey, *, terminal: bool) -> list[AuthPrompt]:

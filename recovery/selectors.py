@@ -46,11 +46,15 @@ def token_access(*, key: TokenKey, fingerprint: str) -> AccessToken | None:
 
 
 def prompts_open_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AuthPrompt]:
-    """Open prompts this user may see: their own, and unowned ones for staff."""
+    """Open prompts this user may see and answer: their own, and unowned ones for superusers.
+
+    Not staff in general: a prompt's recovery token is the OAuth state that completes the
+    login, so whoever sees it could log the slot in to their own broker account.
+    """
     if not user.is_authenticated:
         return AuthPrompt.objects.none()
     visible = Q(owner_id=user.pk)
-    if getattr(user, "is_staff", False):
+    if getattr(user, "is_superuser", False):
         visible |= Q(owner__isnull=True)
     return AuthPrompt.objects.filter(visible, resolved_at__isnull=True).order_by("created_at")
 

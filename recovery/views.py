@@ -6,6 +6,7 @@ see, count against the per-user rate limit, and never put a token in a response.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -14,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from recovery.brokers import UnknownBroker
 from recovery.clock import current_clock
 from recovery.prompts import prompt_payload
 from recovery.ratelimit import code_attempt_allowed
@@ -28,6 +30,14 @@ from recovery.tokens import (
 )
 
 RATE_LIMITED = "Too many code attempts: wait a few minutes, then log in at the broker again."
+BAD_CODE = "That is not an authorization code: paste the value after code= from the address bar."
+# Broker codes are short printable ASCII; anything else (NUL, control or non-ASCII
+# characters) is refused before it reaches the broker, the prompt or a log line.
+_CODE_CHARS = re.compile(r"[\x21-\x7e]*")
+BROKER_REMOVED = (
+    "This broker is no longer configured on the site, so no login can complete. "
+    "Ask an administrator to configure it again (or to remove the prompt)."
+)
 
 
 def _status_for(error: TokenError) -> int:
@@ -85,10 +95,15 @@ async def _recover(request: HttpRequest, recovery_token: str, code: str) -> tupl
     user = await _user(request)
     if not await code_attempt_allowed(user.pk):
         return 429, RATE_LIMITED
+    if _CODE_CHARS.fullmatch(code.strip()) is None:
+        return 400, BAD_CODE
     try:
         prompt = await prompt_recover(user=user, recovery_token=recovery_token, code=code, now=current_clock().now())
     except TokenError as exc:
         return _status_for(exc), str(exc)
+    except UnknownBroker:
+        # The prompt outlived its broker's configuration: a conflict with the site's state.
+        return 409, BROKER_REMOVED
     return 200, f"{prompt.broker.capitalize()} login complete: the token is valid."
 
 

@@ -39,8 +39,10 @@ def two_brokers() -> Iterator[tuple[FakeUpstoxAuth, FakeUpstoxAuth]]:
 
 
 @database_sync_to_async
-def make_owner(username: str = "owner", *, staff: bool = False):  # type: ignore[no-untyped-def]
-    user = get_user_model().objects.create_user(username, password="pw-long-enough-123", is_staff=staff)
+def make_owner(username: str = "owner", *, staff: bool = False, superuser: bool = False):  # type: ignore[no-untyped-def]
+    user = get_user_model().objects.create_user(
+        username, password="pw-long-enough-123", is_staff=staff or superuser, is_superuser=superuser
+    )
     return user
 
 
@@ -131,7 +133,7 @@ async def test_a_token_made_valid_out_of_band_clears_its_stale_prompt(
 async def test_wrong_app_credentials_turn_the_prompt_terminal_and_stop_the_loop(
     fake_upstox: FakeUpstoxAuth, clock: FakeClock
 ) -> None:
-    owner = await make_owner(staff=True)
+    owner = await make_owner(superuser=True)  # the token is unowned: superusers answer it
     with use_exchanges([exchange_for(fake_upstox, client_secret="wrong-secret")]):
         await database_sync_to_async(token_await_auth)(key=UPSTOX, reason="first start")
         [login_prompt] = await open_prompts()
@@ -165,19 +167,22 @@ async def test_wrong_app_credentials_turn_the_prompt_terminal_and_stop_the_loop(
     assert await state_of(UPSTOX) == TokenState.VALID
 
 
-async def test_prompts_are_visible_only_to_their_owner_or_to_staff_when_unowned(
+async def test_prompts_are_visible_only_to_their_owner_or_to_superusers_when_unowned(
     upstox: UpstoxTokenExchange, clock: FakeClock
 ) -> None:
     owner, other, staff = await make_owner("owner"), await make_owner("other"), await make_owner("ops", staff=True)
+    root = await make_owner("root", superuser=True)
     await database_sync_to_async(token_await_auth)(key=UPSTOX, reason="expired")
     [prompt] = await open_prompts()
     token = str(prompt.recovery_token)
-    assert await database_sync_to_async(prompt_for_user)(user=staff, recovery_token=token) is not None
+    assert await database_sync_to_async(prompt_for_user)(user=root, recovery_token=token) is not None
+    assert await database_sync_to_async(prompt_for_user)(user=staff, recovery_token=token) is None
     assert await database_sync_to_async(prompt_for_user)(user=owner, recovery_token=token) is None
 
     await database_sync_to_async(lambda: AuthPrompt.objects.update(owner=owner))()
     assert await database_sync_to_async(lambda: list(prompts_open_for_user(owner)))() == [prompt]
     assert await database_sync_to_async(lambda: list(prompts_open_for_user(other)))() == []
     assert await database_sync_to_async(lambda: list(prompts_open_for_user(staff)))() == []
+    assert await database_sync_to_async(lambda: list(prompts_open_for_user(root)))() == []
     with pytest.raises(PromptNotOpen):
         await prompt_recover(user=other, recovery_token=token, code="code", now=clock.now())

@@ -1,0 +1,217 @@
+"""A site with two tenants and every kind of row, for the access and bad-input walks.
+
+- `owner`: staff (not superuser) with every model permission, owning an account with real
+  orders, fills and positions, a trade setting, a broker token with its open prompt, a
+  kill switch, control audit rows and an API key;
+- `other`: an ordinary user with an account of their own;
+- `staff`: staff (not superuser) with every model permission, owning nothing: what a
+  permission does not stop, the owner scoping must;
+- `root`: a superuser.
+
+Staff hold every permission on purpose: the walk checks what scoping refuses, not what
+a missing permission hides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from core.models import ComponentHealth
+from feeds.market import FeedData, parse_fixed
+from feeds.models import KnownHole, StreamCheckpoint, Subscription, Tick
+from orders.brokers.paper import PaperFees
+from orders.brokers.registry import BrokerRegistry
+from orders.executor import ExecutorConfig, TradeExecutor
+from orders.models import AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome
+from orders.paper_matching import PaperMatcher
+from processor.models import StrategyOutputRecord, StrategySignal
+from processor.signals import SignalKind
+from recovery.models import AuthPrompt, BrokerToken
+from tests.orders.factories import Setup, make_instrument, make_setup, make_signal, tick
+
+ROLES = ("anonymous", "other", "staff", "owner")
+
+
+@dataclass
+class World:
+    owner: Setup
+    other: Setup
+    users: dict[str, User]
+    ids: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, role: str, **kwargs: Any) -> Client:
+        client = Client(**kwargs)
+        if role != "anonymous":
+            client.force_login(self.users[role])
+        return client
+
+
+def _trade(setups: list[Setup]) -> None:
+    """An entry on each account, filled on the paper exchange: real orders, fills, positions."""
+
+    async def run() -> None:
+        matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
+        registry = BrokerRegistry(on_paper_place=matcher.order_placed)
+        executor = TradeExecutor(
+            broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
+            config=ExecutorConfig(),
+        )
+        for setup in setups:
+            assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed"]
+        await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
+
+    asyncio.run(run())
+
+
+def _staff(user: User) -> User:
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    user.user_permissions.set(Permission.objects.all())
+    return User.objects.get(pk=user.pk)  # drop the permission cache
+
+
+def build_world() -> World:
+    from dashboard.models import ControlAction, ControlAudit, KillSwitch
+
+    instrument = make_instrument()
+    owner = make_setup(username="owner", instrument=instrument)
+    other = make_setup(username="other", instrument=instrument)
+    _trade([owner, other])
+    users = {
+        "owner": _staff(owner.account.owner),
+        "other": other.account.owner,
+        "staff": _staff(User.objects.create_user("staff", password="pw-long-enough-123")),
+        "root": User.objects.create_superuser("root", password="pw-long-enough-123"),
+    }
+    world = World(owner=owner, other=other, users=users)
+    feed = instrument.feed
+    subscription = Subscription.objects.create(instrument=instrument, channel="trades")
+    tick_row = Tick.objects.create(
+        instrument=instrument, ts_event=1, ts_recv=2, price=parse_fixed("1"), volume=parse_fixed("1"), trade_id="t1"
+    )
+    checkpoint = StreamCheckpoint.objects.create(
+        feed=feed, venue_symbol="BTCUSDT", trade_id="t1", ts_event=1, price=parse_fixed("1"), volume=parse_fixed("1")
+    )
+    hole = KnownHole.objects.create(feed=feed, venue_symbol="BTCUSDT", start_ns=1, end_ns=2, reason="test")
+    signal = StrategySignal.objects.create(
+        strategy=owner.strategy,
+        strategy_name=owner.strategy.name,
+        feed="sim",
+        symbol="BTCUSDT",
+        kind="ENTRY_LONG",
+        price_fixed=parse_fixed("50000"),
+        emitted_at="2026-11-30T00:00:00Z",
+        occurrence_ns=1,
+        output_id="owner-out",
+    )
+    output = StrategyOutputRecord.objects.create(
+        output_id="owner-out",
+        strategy=owner.strategy,
+        strategy_name=owner.strategy.name,
+        feed="sim",
+        symbol="BTCUSDT",
+        time_ns=1,
+        occurrence_ns=1,
+        values={"close": "1"},
+    )
+    token = BrokerToken.objects.create(broker="upstox", kind="oauth", owner=users["owner"], reason="no token yet")
+    prompt = AuthPrompt.objects.create(
+        recovery_key="https://broker.example/login?owner",
+        broker="upstox",
+        kind="oauth",
+        owner=users["owner"],
+        message="log in, owner",
+    )
+    switch = KillSwitch.objects.create(scope=f"account:{owner.account.pk}", account=owner.account)
+    global_switch = KillSwitch.objects.create(scope="global")
+    audit = ControlAudit.objects.create(
+        actor=users["owner"],
+        actor_name="owner",
+        action=ControlAction.KILL_SWITCH_ENGAGE,
+        target="account main",
+        account=owner.account,
+    )
+    health = ComponentHealth.objects.create(
+        component="feed:sim/trades", process="p1", status="HEALTHY", stale_after_s=60, updated_at=datetime.now(UTC)
+    )
+    api_key = Token.objects.create(user=users["owner"])
+    group = Group.objects.create(name="traders")
+    account = owner.account
+    world.ids = {
+        "account": account.pk,
+        "tradesetting": owner.setting.pk,
+        "order": Order.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "fill": Fill.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "position": Position.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "capitalledger": CapitalLedger.objects.get(account=account).pk,
+        "ledgerentry": LedgerEntry.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "auditevent": AuditEvent.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "signaloutcome": SignalOutcome.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "strategy": owner.strategy.pk,
+        "strategysignal": signal.pk,
+        "strategyoutputrecord": output.pk,
+        "feed": feed.pk,
+        "instrument": instrument.pk,
+        "subscription": subscription.pk,
+        "tick": tick_row.pk,
+        "streamcheckpoint": checkpoint.pk,
+        "knownhole": hole.pk,
+        "brokertoken": token.pk,
+        "authprompt": prompt.pk,
+        "recovery_token": str(prompt.recovery_token),
+        "killswitch": switch.pk,
+        "global_killswitch": global_switch.pk,
+        "controlaudit": audit.pk,
+        "componenthealth": health.pk,
+        "component": health.component,
+        "tokenproxy": users["owner"].pk,  # the token admin is keyed by its user
+        "user": users["owner"].pk,
+        "group": group.pk,
+        "api_key": api_key.key,
+        "client_order_id": Order.objects.filter(account=account).values_list("client_order_id", flat=True).first(),
+    }
+    missing = [name for name, value in world.ids.items() if value is None]
+    assert not missing, f"the world lacks rows for {missing}"
+    return world
+
+
+@pytest.fixture(scope="module", name="world")
+def world_fixture(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """One committed world per test module (building it trades on the paper exchange).
+
+    Each test still runs in its own rolled-back transaction on top of it; the world is
+    flushed at the end of the module, as a transactional test's data would be.
+    """
+    with django_db_blocker.unblock():
+        from orders.models import Account
+
+        built = build_world()
+        built.ids["account_content_type"] = ContentType.objects.get_for_model(Account).pk
+        yield built
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(name="live_db")
+def live_db_fixture(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    """The world for tests that reach the async views (mark them django_db as usual).
+
+    Those views reach the database through database_sync_to_async, which closes a
+    connection it finds inside a transaction it did not open; on PostgreSQL that ends the
+    test's wrapping transaction and the next query fails. Within a test the connection is
+    the test's own, so keeping it open changes nothing the views do.
+    """
+    import channels.db
+
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: None)
+    return world
