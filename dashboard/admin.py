@@ -12,20 +12,23 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from django import forms
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
 from core.admin_scope import SuperuserOnlyAdmin, is_superuser, owner_changed
-from dashboard.models import ControlAudit, KillSwitch
+from core.json_limits import parse_bounded_json
+from dashboard.models import ControlAction, ControlAudit, KillSwitch
 
 # The control audit's action for a row moved to another owner in the admin.
-OWNER_CHANGE_ACTION = "owner.change"
+OWNER_CHANGE_ACTION = ControlAction.OWNER_CHANGE
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -109,6 +112,52 @@ def _superuser_only_admins(app_labels: tuple[str, ...]) -> None:
 
 
 _superuser_only_admins(SITE_WIDE_APPS)
+
+
+def _bound_beat_forms() -> None:
+    """Beat's forms parse JSON with a plain json.loads (deep JSON: a RecursionError) and save crontabs unparsed."""
+    if not apps.is_installed("django_celery_beat"):
+        return
+    from celery.schedules import crontab, crontab_parser
+    from django_celery_beat.admin import PeriodicTaskForm
+    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+    class BoundedPeriodicTaskForm(PeriodicTaskForm):
+        def _clean_json(self, field: str) -> Any:
+            parse_bounded_json(self.cleaned_data[field] or "null", require_object=False)
+            return super()._clean_json(field)
+
+    class ParsedCrontabForm(forms.ModelForm):
+        """A crontab that Celery cannot parse (a negative minute, say) is a form error, not a 500 on display."""
+
+        def clean(self) -> dict[str, Any]:
+            data = super().clean() or {}
+            parts = ("minute", "hour", "day_of_week", "day_of_month", "month_of_year")
+            try:
+                crontab(**{part: data[part] for part in parts if data.get(part)})
+            except (ValueError, TypeError, crontab_parser.ParseException) as exc:
+                raise ValidationError(f"Not a crontab Celery can run: {exc}") from None
+            return data
+
+    crontab_admin = type(admin.site._registry[CrontabSchedule])
+
+    class ParsedCrontabAdmin(crontab_admin):  # type: ignore[valid-type,misc]
+        form = ParsedCrontabForm
+
+        @admin.display(description="human readable")
+        def human_readable(self, obj: CrontabSchedule) -> str:
+            # The refused form is shown again with its bad values on the unsaved row.
+            try:
+                return str(obj.human_readable)
+            except (ValueError, TypeError, crontab_parser.ParseException):
+                return "not a valid crontab"
+
+    admin.site._registry[PeriodicTask].form = BoundedPeriodicTaskForm
+    admin.site.unregister(CrontabSchedule)
+    admin.site.register(CrontabSchedule, ParsedCrontabAdmin)
+
+
+_bound_beat_forms()
 
 
 if admin.site.is_registered(TokenProxy):

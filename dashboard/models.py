@@ -48,6 +48,7 @@ class ControlAction(models.TextChoices):
     KILL_SWITCH_RELEASE = "kill_switch.release", "Kill switch released"
     INTENT_RELEASE = "intent.release", "Unresolved order released (the broker never had it)"
     INTENT_KEEP_WAITING = "intent.keep_waiting", "Kept waiting on an unresolved order"
+    OWNER_CHANGE = "owner.change", "Owner changed"
 
 
 class ControlAudit(models.Model):

@@ -39,7 +39,7 @@ class BrokerToken(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="broker_tokens",
-        help_text="Who logs in at the broker and sees the prompts; staff users when empty.",
+        help_text="Who logs in at the broker and sees the prompts; superusers only when empty.",
     )
     # Bumped on every change so that watchers in other processes notice any transition.
     version = models.PositiveBigIntegerField(default=0)

@@ -31,6 +31,7 @@ from tradingsite.asgi import application
 pytestmark = pytest.mark.django_db(transaction=True)
 KEY = TokenKey("upstox", TokenKind.OAUTH)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # a browser sends both; the origin must be the host's own
 
 
 def user(name: str, **flags: bool) -> Any:
@@ -92,7 +93,7 @@ def test_an_unowned_prompt_is_for_superusers_not_for_staff(upstox: UpstoxTokenEx
 async def _browser(person: Any) -> WebsocketCommunicator:
     client = await sync_to_async(client_of)(person)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, (b"cookie", cookie)])
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/", headers=[ORIGIN, HOST, (b"cookie", cookie)])
     connected, _ = await communicator.connect()
     assert connected
     return communicator

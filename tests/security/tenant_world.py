@@ -148,7 +148,9 @@ def build_world() -> World:
     api_key = Token.objects.create(user=users["owner"])
     group = Group.objects.create(name="traders")
     account = owner.account
+    site_rows = _site_wide_rows()
     world.ids = {
+        **site_rows,
         "account": account.pk,
         "tradesetting": owner.setting.pk,
         "order": Order.objects.filter(account=account).values_list("pk", flat=True).first(),
@@ -184,6 +186,33 @@ def build_world() -> World:
     missing = [name for name, value in world.ids.items() if value is None]
     assert not missing, f"the world lacks rows for {missing}"
     return world
+
+
+def _site_wide_rows() -> dict[str, int]:
+    """One row of each installed app's site-wide model (login throttling, beat's schedule)."""
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+    from django_celery_beat.models import (
+        ClockedSchedule,
+        CrontabSchedule,
+        IntervalSchedule,
+        PeriodicTask,
+        SolarSchedule,
+    )
+
+    seen = {"user_agent": "ua", "ip_address": "127.0.0.1", "username": "owner", "http_accept": "*/*", "path_info": "/"}
+    interval = IntervalSchedule.objects.create(every=60, period=IntervalSchedule.SECONDS)
+    return {
+        "accessattempt": AccessAttempt.objects.create(**seen, get_data="", post_data="", failures_since_start=1).pk,
+        "accesslog": AccessLog.objects.create(**seen).pk,
+        "accessfailurelog": AccessFailureLog.objects.create(**seen).pk,
+        "periodictask": PeriodicTask.objects.create(
+            name="walk-job", task="tradingsite.tasks.prune_component_health", interval=interval
+        ).pk,
+        "intervalschedule": interval.pk,
+        "clockedschedule": ClockedSchedule.objects.create(clocked_time=datetime.now(UTC)).pk,
+        "crontabschedule": CrontabSchedule.objects.create(minute="5").pk,
+        "solarschedule": SolarSchedule.objects.create(event="sunrise", latitude=1, longitude=1).pk,
+    }
 
 
 @pytest.fixture(scope="module", name="world")

@@ -22,17 +22,15 @@ from django.test import Client
 from tests.security.routes import site_routes
 from tests.security.tenant_world import ROLES, World, live_db_fixture, world_fixture  # noqa: F401  (the fixtures)
 
-SECWEB = pytest.mark.xfail(strict=True, reason="fixed on the secweb branch")
-
 # (anonymous, other, staff, owner)
 Statuses = tuple[int, int, int, int]
-ROUTES: dict[str, tuple[str, Statuses, tuple[str, ...]]] = {}
+ROUTES: dict[str, tuple[str, Statuses]] = {}
 
 
-def route(pattern: str, url: str, statuses: Statuses, *, xfail: tuple[str, ...] = ()) -> None:
-    """One table row; `xfail` names the roles whose status is the target of a fix on another branch."""
+def route(pattern: str, url: str, statuses: Statuses) -> None:
+    """One table row: the URL to fetch and the status each user must get."""
     assert pattern not in ROUTES, f"{pattern} listed twice"
-    ROUTES[pattern] = (url, statuses, xfail)
+    ROUTES[pattern] = (url, statuses)
 
 
 # --- the site ----------------------------------------------------------------------------
@@ -66,7 +64,7 @@ route("recovery/prompts/<str:recovery_token>/code", "/recovery/prompts/{recovery
 route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400, 400, 400))
 
 # --- the API ---------------------------------------------------------------------------
-route("api/schema/", "/api/schema/", (401, 200, 200, 200), xfail=("anonymous",))
+route("api/schema/", "/api/schema/", (401, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
 route("api/<drf_format_suffix:format>", "/api/.json", (401, 200, 200, 200))
 _API = {
@@ -92,16 +90,14 @@ route(
     "api/accounts/(?P<pk>[^/.]+)/journal\\.(?P<format>[a-z0-9]+)/?",
     "/api/accounts/{account}/journal.json",
     (401, 404, 404, 200),
-    xfail=("other", "staff", "owner"),
 )
 route("api/health/", "/api/health/", (401, 403, 200, 200))
-route("api/health\\.(?P<format>[a-z0-9]+)/?", "/api/health.json", (401, 403, 200, 200), xfail=("staff", "owner"))
+route("api/health\\.(?P<format>[a-z0-9]+)/?", "/api/health.json", (401, 403, 200, 200))
 route("api/health/(?P<pk>.+)/", "/api/health/{component}/", (401, 403, 200, 200))
 route(
     "api/health/(?P<pk>.+)\\.(?P<format>[a-z0-9]+)/?",
     "/api/health/{component}.json",
     (401, 403, 200, 200),
-    xfail=("staff", "owner"),
 )
 
 # --- the admin -------------------------------------------------------------------------
@@ -119,7 +115,7 @@ route(
     (ADMIN_LOGIN, ADMIN_LOGIN, 404, 404),  # accounts have no page on the site to jump to
 )
 route(
-    "admin/(?P<app_label>core|feeds|processor|orders|recovery|dashboard|auth|authtoken)/",
+    "admin/(?P<app_label>core|feeds|processor|orders|recovery|dashboard|auth|axes|django_celery_beat|authtoken)/",
     "/admin/orders/",
     (ADMIN_LOGIN, ADMIN_LOGIN, 200, 200),
 )
@@ -167,6 +163,10 @@ def admin_model(
 admin_model("core", "componenthealth", superuser_only=True)
 for _model in ("feed", "instrument", "subscription", "tick", "streamcheckpoint", "knownhole"):
     admin_model("feeds", _model, superuser_only=True)
+for _model in ("accessattempt", "accesslog", "accessfailurelog"):  # login throttling: site-wide
+    admin_model("axes", _model, superuser_only=True)
+for _model in ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule"):
+    admin_model("django_celery_beat", _model, superuser_only=True)  # the schedule is site-wide
 admin_model("auth", "group", superuser_only=True)
 admin_model("auth", "user", superuser_only=True)
 route("admin/auth/user/<id>/password/", "/admin/auth/user/{user}/password/", (ADMIN_LOGIN, ADMIN_LOGIN, 403, 403))
@@ -187,10 +187,9 @@ admin_model("authtoken", "tokenproxy", add=True, delete=True)
 
 
 def _cases() -> Iterator[Any]:
-    for pattern, (url, statuses, xfail) in ROUTES.items():
+    for pattern, (url, statuses) in ROUTES.items():
         for role, status in zip(ROLES, statuses, strict=True):
-            marks = [SECWEB] if role in xfail else []
-            yield pytest.param(pattern, url, role, status, marks=marks, id=f"{role}:{url}")
+            yield pytest.param(pattern, url, role, status, id=f"{role}:{url}")
 
 
 @pytest.fixture(scope="module")
