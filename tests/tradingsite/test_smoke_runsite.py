@@ -190,3 +190,48 @@ def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> 
     )
     assert bad.returncode == 1
     assert "is not a port number or address:port pair" in bad.stderr
+
+
+HOLD_SIM = """
+from core.leases import take_lease
+assert take_lease("feed:sim", owner="elsewhere", ttl_s=3600, holder="runfeed --feed sim on elsewhere pid 7")
+"""
+FREE_SIM = """
+from core.leases import release_lease
+assert release_lease("feed:sim", owner="elsewhere")
+"""
+
+
+def test_runsite_waits_while_another_process_runs_its_feed_and_starts_once_it_is_free(tmp_path: Path) -> None:
+    env = site_env(tmp_path)
+    manage(env, "migrate", "--noinput", "-v0")
+    manage(env, "loaddemo")
+    manage(env, "shell", "-c", HOLD_SIM)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp_path / "runsite.log"
+    with log_path.open("w") as log:
+        site = subprocess.Popen(
+            [sys.executable, "manage.py", "runsite", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        said = eventually(
+            lambda: "standby: feed:sim is held by runfeed --feed sim on elsewhere pid 7" in log_path.read_text(),
+            timeout_s=60,
+            interval_s=0.1,
+        )
+        assert said and site.poll() is None  # waits: two processes never run one feed
+        manage(env, "shell", "-c", FREE_SIM)
+        wait_site_ready(base, site)
+        assert "took over feed:sim" in log_path.read_text()
+        site.send_signal(signal.SIGTERM)
+        assert site.wait(timeout=30) == 0
+    finally:
+        if site.poll() is None:
+            site.kill()
+            site.wait()
+    manage(env, "shell", "-c", "from core.leases import lease_holder; assert not lease_holder('feed:sim').owner")
