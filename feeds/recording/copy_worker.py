@@ -33,7 +33,7 @@ import msgspec
 import psycopg
 
 from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, write_batch
-from feeds.recording.tick_rows import WriteResult
+from feeds.recording.tick_rows import WriteResult, copy_skipping_recorded
 
 CONNINFO_ENV = "TRADINGSITE_COPY_CONNINFO"
 # msgpack integers stop at 64 bits; a fixed-point price or volume may be wider (up to
@@ -93,25 +93,15 @@ class _Worker:
             # Foreign keys are checked at commit by default, too late to tell which row broke one.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
-            def copy_into(statement: str, chunk: Sequence[Any]) -> None:
-                with cursor.copy(statement) as copy:
-                    copy.set_types(self._types)
-                    for row in chunk:
-                        copy.write_row(row)
-
             def copy_rows(chunk: Sequence[Any]) -> int:
-                try:
-                    with conn.transaction():
-                        copy_into(self._copy_sql, chunk)
-                    return 0
-                except psycopg.errors.UniqueViolation:
-                    create, copy_staging, move, clear = self._staging
-                    cursor.execute(create)
-                    copy_into(copy_staging, chunk)
-                    cursor.execute(move)
-                    inserted = cursor.rowcount
-                    cursor.execute(clear)
-                    return len(chunk) - inserted
+                return copy_skipping_recorded(
+                    cursor,
+                    chunk,
+                    copy_sql=self._copy_sql,
+                    staging=self._staging,
+                    types=self._types,
+                    savepoint=conn.transaction,
+                )
 
             def upsert(chunk: Sequence[Any]) -> None:
                 cursor.executemany(self._upsert_sql, chunk)

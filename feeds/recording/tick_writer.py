@@ -27,7 +27,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 
 from feeds.models import StreamCheckpoint, Tick
 from feeds.recording.tick_refusals import PYTHON_ROW_ERRORS, Refusal, write_batch
-from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteResult, WriteSkipped
+from feeds.recording.tick_rows import CheckpointRow, TickRow, WriteResult, WriteSkipped, copy_skipping_recorded
 
 log = logging.getLogger(__name__)
 
@@ -243,25 +243,15 @@ class PostgresCopyWriter:
             # Django's wrapper hides psycopg's copy(); `.cursor` is the raw cursor.
             raw = cursor.cursor
 
-            def copy_into(statement: str, chunk: Sequence[TickRow]) -> None:
-                with raw.copy(statement) as copy:
-                    copy.set_types(COPY_TYPES)
-                    for row in chunk:
-                        copy.write_row(row)
-
             def copy_rows(chunk: Sequence[TickRow]) -> int:
-                try:
-                    with transaction.atomic():
-                        copy_into(self._statement, chunk)
-                    return 0
-                except psycopg.errors.UniqueViolation:
-                    create, copy_staging, move, clear = self._staging
-                    raw.execute(create)
-                    copy_into(copy_staging, chunk)
-                    raw.execute(move)
-                    inserted = raw.rowcount
-                    raw.execute(clear)
-                    return len(chunk) - inserted
+                return copy_skipping_recorded(
+                    raw,
+                    chunk,
+                    copy_sql=self._statement,
+                    staging=self._staging,
+                    types=COPY_TYPES,
+                    savepoint=transaction.atomic,
+                )
 
             return write_batch(
                 rows,
