@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from feeds.market import FeedData, parse_fixed
-from orders.brokers.paper import PaperFees
-from orders.brokers.registry import BrokerRegistry
-from orders.executor import ExecutorConfig, TradeExecutor
+from feeds.market import parse_fixed
 from orders.models import Fill, Order, Position
-from orders.paper_matching import PaperMatcher
 from processor.models import StrategySignal
-from processor.signals import SignalKind
 from recovery.models import AuthPrompt
-from tests.orders.factories import Setup, make_instrument, make_setup, make_signal, tick
+from tests.orders.factories import Setup, make_instrument, make_setup, trade_on_paper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts"]
@@ -29,23 +23,6 @@ class Trader:
     setup: Setup
     client: Client
     token: str
-
-
-def _trade(setups: list[Setup]) -> None:
-    """An entry on each account, filled on the paper exchange: real orders, fills, positions."""
-
-    async def run() -> None:
-        matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
-        registry = BrokerRegistry(on_paper_place=matcher.order_placed)
-        executor = TradeExecutor(
-            broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
-            config=ExecutorConfig(),
-        )
-        for setup in setups:
-            assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed"]
-        await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
-
-    asyncio.run(run())
 
 
 @pytest.fixture
@@ -75,7 +52,7 @@ def traders() -> tuple[Trader, Trader]:
         client = Client()
         client.force_login(setup.account.owner)
         made.append(Trader(setup, client, Token.objects.create(user=setup.account.owner).key))
-    _trade([t.setup for t in made])
+    trade_on_paper([t.setup for t in made])
     return made[0], made[1]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from dataclasses import dataclass
@@ -11,11 +12,15 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from core.fixed_point import SCALE
-from feeds.market import MarketData, parse_fixed
+from feeds.market import FeedData, MarketData, parse_fixed
 from feeds.models import Feed, Instrument, MarketType
+from orders.brokers.paper import PaperFees
+from orders.brokers.registry import BrokerRegistry
+from orders.executor import ExecutorConfig, TradeExecutor
 from orders.ledger import ledger_open
 from orders.lifecycle import IntentSpec
 from orders.models import Account, TradeSetting
+from orders.paper_matching import PaperMatcher
 from processor.models import Strategy, StrategySignal
 from processor.signals import Signal, SignalKind
 
@@ -139,3 +144,20 @@ def market_entry_spec(setup: Setup, client_order_id: str) -> IntentSpec:
         price=50_000 * SCALE,
         reserve=60 * SCALE,
     )
+
+
+def trade_on_paper(setups: list[Setup]) -> None:
+    """An entry on each account, filled on the paper exchange: real orders, fills, positions."""
+
+    async def run() -> None:
+        matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
+        registry = BrokerRegistry(on_paper_place=matcher.order_placed)
+        executor = TradeExecutor(
+            broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
+            config=ExecutorConfig(),
+        )
+        for setup in setups:
+            assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed"]
+        await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
+
+    asyncio.run(run())

@@ -14,7 +14,6 @@ a missing permission hides.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,17 +27,12 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from core.models import ComponentHealth
-from feeds.market import FeedData, parse_fixed
+from feeds.market import parse_fixed
 from feeds.models import KnownHole, StreamCheckpoint, Subscription, Tick
-from orders.brokers.paper import PaperFees
-from orders.brokers.registry import BrokerRegistry
-from orders.executor import ExecutorConfig, TradeExecutor
 from orders.models import AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, Position, SignalOutcome
-from orders.paper_matching import PaperMatcher
 from processor.models import StrategyOutputRecord, StrategySignal
-from processor.signals import SignalKind
 from recovery.models import AuthPrompt, BrokerToken
-from tests.orders.factories import Setup, make_instrument, make_setup, make_signal, tick
+from tests.orders.factories import Setup, make_instrument, make_setup, trade_on_paper
 
 ROLES = ("anonymous", "other", "staff", "owner")
 
@@ -57,23 +51,6 @@ class World:
         return client
 
 
-def _trade(setups: list[Setup]) -> None:
-    """An entry on each account, filled on the paper exchange: real orders, fills, positions."""
-
-    async def run() -> None:
-        matcher = PaperMatcher(fees=PaperFees(taker_bps=4, maker_bps=2), refresh_s=0.0)
-        registry = BrokerRegistry(on_paper_place=matcher.order_placed)
-        executor = TradeExecutor(
-            broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
-            config=ExecutorConfig(),
-        )
-        for setup in setups:
-            assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "50000")) == ["placed"]
-        await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
-
-    asyncio.run(run())
-
-
 def _staff(user: User) -> User:
     user.is_staff = True
     user.save(update_fields=["is_staff"])
@@ -87,7 +64,7 @@ def build_world() -> World:
     instrument = make_instrument()
     owner = make_setup(username="owner", instrument=instrument)
     other = make_setup(username="other", instrument=instrument)
-    _trade([owner, other])
+    trade_on_paper([owner, other])
     users = {
         "owner": _staff(owner.account.owner),
         "other": other.account.owner,
