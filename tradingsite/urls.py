@@ -3,11 +3,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from tradingsite import views
+from tradingsite.login_forms import SiteAdminAuthenticationForm, SiteAuthenticationForm
+
+# The admin login refuses an over-long username as a form error too.
+admin.site.login_form = SiteAdminAuthenticationForm
 
 urlpatterns = [
     # The dashboard page, its panels and controls; views.dashboard stays for reference.
     path("", include("dashboard.urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=SiteAuthenticationForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),

@@ -82,7 +82,7 @@ else:
 # 'self' in connect-src covers the dashboard websocket on the same host and port.
 # The one inline style allowed is the chart library's attribution-logo rule, a fixed
 # string inside the library, by its hash: an upgrade that changes it shows up as a
-# violation in the browser test (tests/security/test_csp_browser.py).
+# violation in the browser test (tests/e2e/test_csp_browser.py).
 CHART_ATTRIBUTION_STYLE_HASH = "'sha256-3pRED1tOXas1FXFoPb9TGCjmYe9XQsmO9OV23khV2nY='"
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Site, browser, open_dashboard, orm_beside_playwright, site  # noqa: F401  (fixtures)
+from tests.e2e.conftest import Site, open_dashboard
 
 pytestmark = pytest.mark.needs_chromium
 
@@ -54,7 +54,7 @@ class Watched:
 
 
 @pytest.fixture
-def demo(site: Site, browser: Any) -> Iterator[Watched]:  # noqa: F811
+def demo(site: Site, browser: Any) -> Iterator[Watched]:
     page = open_dashboard(browser, site, "demo")
     page.context.add_init_script(COLLECT_VIOLATIONS)
     watched = Watched(page)
@@ -72,7 +72,7 @@ def test_the_policy_is_enforced_and_an_injected_inline_script_is_reported(demo: 
     assert demo.violations()[0]["directive"].startswith("script-src")
 
 
-def test_every_page_renders_without_a_policy_violation(site: Site, demo: Watched) -> None:  # noqa: F811
+def test_every_page_renders_without_a_policy_violation(site: Site, demo: Watched) -> None:
     page = demo.page
     # The dashboard: its scripts, the chart library, the live socket and the panels it refreshes.
     demo.assert_clean("/")
@@ -90,7 +90,7 @@ def test_every_page_renders_without_a_policy_violation(site: Site, demo: Watched
         demo.assert_clean(path)
 
 
-def test_the_login_pages_render_without_a_policy_violation(site: Site, browser: Any) -> None:  # noqa: F811
+def test_the_login_pages_render_without_a_policy_violation(site: Site, browser: Any) -> None:
     context = browser.new_context(base_url=site.base)
     context.add_init_script(COLLECT_VIOLATIONS)
     watched = Watched(context.new_page())

@@ -19,7 +19,7 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
-from tests.e2e.conftest import PASSWORD, Site, site  # noqa: F401  (fixture)
+from tests.e2e.conftest import PASSWORD, Site
 
 T = TypeVar("T")
 
@@ -66,7 +66,7 @@ async def refused(url: str, cookie: str, origin: str) -> int:
     return int(caught.value.response.status_code)
 
 
-def test_the_real_server_refuses_another_port_or_host_and_streams_to_its_own_origin(site: Site) -> None:  # noqa: F811
+def test_the_real_server_refuses_another_port_or_host_and_streams_to_its_own_origin(site: Site) -> None:
     cookie = session_cookie(site.base)
     port = urlsplit(site.base).port
     url = site.base.replace("http://", "ws://") + "/ws/dashboard/"
