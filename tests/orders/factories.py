@@ -129,8 +129,15 @@ def logged_in(setup: Setup) -> Client:
     return client
 
 
-def market_entry_spec(setup: Setup, client_order_id: str) -> IntentSpec:
-    """A 0.01 long market entry at 50,000 reserving 60: the entry the crash and rebuild tests leave behind."""
+def market_entry_spec(
+    setup: Setup,
+    client_order_id: str,
+    *,
+    quantity: int = SCALE // 100,
+    price: int = 50_000 * SCALE,
+    reserve: int = 60 * SCALE,
+) -> IntentSpec:
+    """A long market entry, by default 0.01 at 50,000 reserving 60: the entry the crash and rebuild tests leave behind."""
     return IntentSpec(
         client_order_id=client_order_id,
         account_id=setup.account.pk,
@@ -140,9 +147,9 @@ def market_entry_spec(setup: Setup, client_order_id: str) -> IntentSpec:
         position_side="LONG",
         side="BUY",
         order_type="MARKET",
-        quantity=SCALE // 100,
-        price=50_000 * SCALE,
-        reserve=60 * SCALE,
+        quantity=quantity,
+        price=price,
+        reserve=reserve,
     )
 
 

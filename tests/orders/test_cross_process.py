@@ -26,14 +26,14 @@ from orders.brokers.paper import PaperFees, paper_match
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import ExecutorConfig, TradeExecutor
 from orders.ledger import InsufficientCapital, ledger_check
-from orders.lifecycle import IntentSpec, intent_abandon, intent_create
+from orders.lifecycle import intent_abandon, intent_create
 from orders.models import CapitalLedger, Fill, Order, OrderIntent, PaperFill, PaperOrder, SignalOutcome
 from orders.models.outcomes import Outcome
 from orders.reconciliation import reconcile_account
 from processor.signals import Signal, SignalKind
 from tests.fakes.brokers.binance_usdm_orders import FakeBinanceOrders
 from tests.helpers import eventually
-from tests.orders.factories import make_setup, make_signal, tick
+from tests.orders.factories import make_setup, make_signal, market_entry_spec, tick
 
 pytestmark = [pytest.mark.needs_postgres, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,19 +179,7 @@ def test_concurrent_entries_never_over_allocate_and_the_journal_adds_up() -> Non
         try:
             for i in range(per_thread):
                 cid = f"ts-{setup.account.pk}-c{n}x{i}"
-                spec = IntentSpec(
-                    client_order_id=cid,
-                    account_id=setup.account.pk,
-                    strategy_id=setup.strategy.pk,
-                    instrument_id=setup.instrument.pk,
-                    intent="ENTRY",
-                    position_side="LONG",
-                    side="BUY",
-                    order_type="MARKET",
-                    quantity=10**6,
-                    price=5 * 10**12,
-                    reserve=amount,
-                )
+                spec = market_entry_spec(setup, cid, quantity=10**6, price=5 * 10**12, reserve=amount)
                 try:
                     intent_create(spec=spec)
                 except InsufficientCapital:

@@ -14,7 +14,7 @@ from feeds.market import parse_fixed
 from orders.ledger import ledger_check
 from orders.lifecycle import IntentSpec, intent_create
 from orders.models import CapitalLedger, OrderIntent
-from tests.orders.factories import make_setup
+from tests.orders.factories import make_setup, market_entry_spec
 
 pytestmark = [pytest.mark.needs_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -55,15 +55,9 @@ def _after_first_ledger_read(action: Callable[[], None]) -> Callable[..., Any]:
 
 def test_a_reservation_committed_between_the_checks_reads_is_no_false_alarm() -> None:
     setup = make_setup(capital="10000")
-    spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-between0000000001",
-        account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk,
-        instrument_id=setup.instrument.pk,
-        intent="ENTRY",
-        position_side="LONG",
-        side="BUY",
-        order_type="MARKET",
+    spec = market_entry_spec(
+        setup,
+        f"ts-{setup.account.pk}-between0000000001",
         quantity=SCALE // 100,
         price=50_000 * SCALE,
         reserve=parse_fixed("3047.17"),

@@ -30,7 +30,7 @@ from orders.services import reconcile_all
 from orders.startup import rebuild_health
 from tests.fakes.brokers.binance_usdm_orders import API_KEY, API_SECRET, FakeBinanceOrders
 from tests.fakes.brokers.upstox_orders import FakeUpstoxOrders
-from tests.orders.factories import make_instrument, make_setup
+from tests.orders.factories import make_instrument, make_setup, market_entry_spec
 from tests.orders.test_upstox_broker import StaticTokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,15 +61,9 @@ def _setup_upstox_sandbox():  # type: ignore[no-untyped-def]
 
 async def _placed_but_the_answer_was_lost(setup, broker, symbol: str) -> IntentSpec:  # type: ignore[no-untyped-def]
     """The executor's order of steps: intent and reservation first, then the broker; its answer never arrived."""
-    spec = IntentSpec(
-        client_order_id=f"ts-{setup.account.pk}-lostanswer000001",
-        account_id=setup.account.pk,
-        strategy_id=setup.strategy.pk,
-        instrument_id=setup.instrument.pk,
-        intent="ENTRY",
-        position_side="LONG",
-        side="BUY",
-        order_type="MARKET",
+    spec = market_entry_spec(
+        setup,
+        f"ts-{setup.account.pk}-lostanswer000001",
         quantity=parse_fixed("10"),
         price=parse_fixed("82.5"),
         reserve=parse_fixed("830"),
