@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "feeds",
     "processor",
     "orders",
+    "backtesting",
     "recovery",
     "rest_framework",
     "rest_framework.authtoken",

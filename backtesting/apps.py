@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BacktestingConfig(AppConfig):
+    name = "backtesting"
+    verbose_name = "Backtesting"
