@@ -13,22 +13,17 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backtesting.runner import run_filled_backtest
-from backtesting.simulated_account import SimulatedSettings
+from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
-from feeds.market import FeedData, parse_fixed
+from feeds.market import FeedData
 from feeds.venues.tick_csv import TickFileError, read_tick_csv
-from orders.brokers.paper import PaperFees
-from orders.models.accounts import Reversal
-from orders.models.lifecycle import OrderType
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from processor.backtest_report import report_as_json, report_as_text
-from processor.strategies import STRATEGIES, clean_params
+from processor.strategies import STRATEGIES
 
-_DEFAULT_FEES = PaperFees()
 _RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
 
 
@@ -79,34 +74,14 @@ class Command(BaseCommand):
         parser.add_argument("--symbol", help="comma-separated symbols of the recorded ticks (with --from/--to)")
         parser.add_argument("--signals-only", action="store_true", help="write only the signal lines")
         parser.add_argument("--batch-ticks", type=int, default=256, help="ticks per replayed batch (1..1024)")
-        trading = parser.add_argument_group("trading (with --report)")
-        trading.add_argument(
+        parser.add_argument(
             "--report", choices=("text", "json"), help="trade the signals and print the report instead of the lines"
         )
-        trading.add_argument("--capital", default="10000", help="starting capital (exact decimal)")
-        trading.add_argument("--quantity", default="0.01", help="quantity of each entry (exact decimal)")
-        trading.add_argument("--lot-size", default="0.001", help="the instrument's lot size")
-        trading.add_argument("--tick-size", default="0.01", help="the instrument's tick size")
-        trading.add_argument("--order-type", choices=[OrderType.MARKET, OrderType.LIMIT], default=OrderType.MARKET)
-        trading.add_argument("--reversal", choices=list(Reversal.values), default=Reversal.AFTER_EXIT_FILL)
-        trading.add_argument("--taker-bps", type=int, default=_DEFAULT_FEES.taker_bps, help="taker fee, basis points")
-        trading.add_argument("--maker-bps", type=int, default=_DEFAULT_FEES.maker_bps, help="maker fee, basis points")
-        trading.add_argument("--latency-ms", type=float, default=0.0, help="signal to order on the exchange")
+        add_trading_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         kind = options["strategy"]
-        try:
-            raw_params = json.loads(options["params"])
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"--params is not JSON: {exc}") from None
-        try:
-            params = clean_params(kind, raw_params)
-        except ValidationError as exc:
-            if hasattr(exc, "error_dict"):
-                detail = "; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
-            else:
-                detail = "; ".join(exc.messages)
-            raise CommandError(f"invalid --params for {kind}: {detail}") from None
+        params = cleaned_params(kind, json_object(options["params"], "--params"))
         batch_ticks = options["batch_ticks"]
         if not 1 <= batch_ticks <= 1024:
             raise CommandError("--batch-ticks must be from 1 to 1024")
@@ -141,7 +116,7 @@ class Command(BaseCommand):
         return _recorded_batches(options["feed"], symbols, start_ns, end_ns, batch_ticks)
 
     def _report(self, kind: str, params: dict[str, Any], batches: Iterator[FeedData], options: dict[str, Any]) -> None:
-        settings = _simulated_settings(options)
+        settings = simulated_settings(options)
         try:
             run = asyncio.run(run_filled_backtest(kind=kind, params=params, batches=batches, settings=settings))
         except (TickFileError, BacktestError) as exc:
@@ -161,31 +136,3 @@ class Command(BaseCommand):
             f"backtest {kind}: {run.summary.ticks} ticks, {run.summary.signals} signals, {run.report.trades} trades, "
             f"net {fixed_to_str(run.report.pnl)} in {run.summary.seconds:.3f}s ({run.summary.ticks_per_s:,.0f} ticks/s)"
         )
-
-
-def _amount(options: dict[str, Any], name: str, *, positive: bool = True) -> int:
-    try:
-        value = parse_fixed(str(options[name]))
-    except (ValueError, ArithmeticError):
-        raise CommandError(f"--{name.replace('_', '-')}: not an exact decimal: {options[name]!r}") from None
-    if positive and value <= 0:
-        raise CommandError(f"--{name.replace('_', '-')} must be above zero")
-    return value
-
-
-def _simulated_settings(options: dict[str, Any]) -> SimulatedSettings:
-    for name in ("taker_bps", "maker_bps"):
-        if not 0 <= options[name] <= 10_000:
-            raise CommandError(f"--{name.replace('_', '-')} must be from 0 to 10000")
-    if not 0 <= options["latency_ms"] <= 3_600_000:
-        raise CommandError("--latency-ms must be from 0 to 3600000")
-    return SimulatedSettings(
-        capital=_amount(options, "capital"),
-        quantity=_amount(options, "quantity"),
-        lot_size=_amount(options, "lot_size"),
-        tick_size=_amount(options, "tick_size"),
-        order_type=options["order_type"],
-        reversal=options["reversal"],
-        fees=PaperFees(taker_bps=options["taker_bps"], maker_bps=options["maker_bps"]),
-        latency_ns=int(options["latency_ms"] * 1_000_000),
-    )

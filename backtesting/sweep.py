@@ -1,0 +1,138 @@
+"""Parameter sweeps: one backtest with fills per point of a grid, spread over processes.
+
+Every point is a full backtest (the processor's replay, the simulated account, the
+report) in a worker process of its own, so a sweep uses the machine's cores. A point
+whose parameters the strategy refuses (a fast EMA not faster than the slow one) is
+reported as refused with the reason, never run. Results are deterministic: each point
+runs alone on the same ticks, and the table is sorted by the chosen metric with the
+grid order breaking ties.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import multiprocessing
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from backtesting.runner import run_filled_backtest
+from backtesting.simulated_account import SimulatedSettings
+from backtesting.sweep_worker import worker_setup
+from processor.backtest_report import BacktestReport
+
+# Higher is better for all but the drawdown, where lower is.
+METRICS: dict[str, bool] = {
+    "pnl": True,
+    "sharpe": True,
+    "sortino": True,
+    "calmar": True,
+    "profit_factor": True,
+    "win_rate": True,
+    "trades": True,
+    "max_drawdown": False,
+}
+MAX_POINTS = 10_000
+
+
+class SweepError(ValueError):
+    """A grid that cannot be swept (not a mapping of lists, too many points)."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    index: int
+    params: dict[str, Any]
+    refused: str = ""
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, metric: str) -> float | None:
+        value = self.figures.get(metric)
+        return None if value is None else float(value)
+
+
+def grid_points(base: Mapping[str, Any], grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values over `base`, in a fixed order (keys sorted)."""
+    if not isinstance(grid, Mapping) or not grid:
+        raise SweepError("the grid must be a JSON object of parameter name -> list of values")
+    names = sorted(grid)
+    for name in names:
+        values = grid[name]
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"grid {name!r}: give a non-empty list of values")
+    count = 1
+    for name in names:
+        count *= len(grid[name])
+    if count > MAX_POINTS:
+        raise SweepError(f"the grid has {count} points; at most {MAX_POINTS}")
+    return [dict(base) | dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def _figures(report: BacktestReport, signals: int) -> dict[str, Any]:
+    return {
+        "trades": report.trades,
+        "pnl": report.pnl,
+        "pnl_pct": report.pnl_pct,
+        "fees": report.fees,
+        "win_rate": report.win_rate,
+        "profit_factor": report.profit_factor,
+        "max_drawdown": report.drawdown.pct,
+        "sharpe": report.sharpe,
+        "sortino": report.sortino,
+        "calmar": report.calmar,
+        "signals": signals,
+    }
+
+
+def run_point(kind: str, index: int, params: dict[str, Any], ticks: str, settings: SimulatedSettings) -> SweepResult:
+    """One point's backtest (in a worker process)."""
+    from feeds.venues.tick_csv import read_tick_csv
+    from processor.backtest import BACKTEST_FEED
+    from processor.strategies import clean_params
+
+    try:
+        cleaned = clean_params(kind, params)
+    except ValidationError as exc:
+        return SweepResult(index=index, params=params, refused="; ".join(exc.messages))
+    batches = read_tick_csv(ticks, feed=BACKTEST_FEED)
+    run = asyncio.run(run_filled_backtest(kind=kind, params=cleaned, batches=batches, settings=settings))
+    return SweepResult(index=index, params=params, figures=_figures(run.report, run.summary.signals))
+
+
+def run_sweep(
+    *,
+    kind: str,
+    points: Sequence[dict[str, Any]],
+    ticks: str,
+    settings: SimulatedSettings,
+    workers: int,
+) -> list[SweepResult]:
+    """Run every point; `workers` processes (1: in this process, one after the other)."""
+    if workers <= 1:
+        return [run_point(kind, i, p, ticks, settings) for i, p in enumerate(points)]
+    # Spawned workers start clean (no inherited connections, loops or threads); each sets Django up once.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=worker_setup) as pool:
+        futures = [pool.submit(run_point, kind, i, p, ticks, settings) for i, p in enumerate(points)]
+        return [future.result() for future in futures]
+
+
+def ranked(results: Sequence[SweepResult], metric: str) -> list[SweepResult]:
+    """Run points best first by `metric` (None last), then refused points; ties keep grid order."""
+    if metric not in METRICS:
+        raise SweepError(f"unknown metric {metric!r}; one of {', '.join(METRICS)}")
+    higher = METRICS[metric]
+
+    def key(result: SweepResult) -> tuple[int, float, int]:
+        value = result.value(metric)
+        if result.refused:
+            return (2, 0.0, result.index)
+        if value is None:
+            return (1, 0.0, result.index)
+        return (0, -value if higher else value, result.index)
+
+    return sorted(results, key=key)
