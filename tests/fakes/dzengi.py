@@ -273,16 +273,28 @@ class FakeDzengi:
             symbols = [s for s in payload.get("symbols", []) if isinstance(s, str)]
             unknown = [s for s in symbols if s not in {t.symbol for t in self.tape}]
             if unknown:
-                await self._send(sub, {"status": "Error", "correlationId": str(correlation_id),
-                                       "payload": {"errorMessage": f"Invalid symbol: {unknown[0]}"}})
+                await self._send(
+                    sub,
+                    {
+                        "status": "Error",
+                        "correlationId": str(correlation_id),
+                        "payload": {"errorMessage": f"Invalid symbol: {unknown[0]}"},
+                    },
+                )
                 return
             if not sub.symbols:
                 sub.cursor = len(self._outbox)  # a live subscription sees trades from now on
             sub.symbols.update(symbols)
             await self._send(sub, {**reply, "payload": {"subscriptions": dict.fromkeys(symbols, "OK")}})
         else:
-            await self._send(sub, {"status": "Error", "correlationId": str(correlation_id),
-                                   "payload": {"errorMessage": f"Unknown destination {destination}"}})
+            await self._send(
+                sub,
+                {
+                    "status": "Error",
+                    "correlationId": str(correlation_id),
+                    "payload": {"errorMessage": f"Unknown destination {destination}"},
+                },
+            )
 
     async def _send_loop(self, sub: _Subscriber) -> None:
         while True:

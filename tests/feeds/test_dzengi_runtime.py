@@ -183,7 +183,11 @@ async def test_a_window_of_more_than_a_page_continues_from_the_last_trade_time_w
         finally:
             await history.close()
         assert [t.trade_id for t in trades] == [str(e.trade.trade_id) for e in venue.executed]
-        assert [q["startTime"] for q in venue.rest_queries] == [str(clock[0] - 100), str(clock[0] - 16), str(clock[0] - 7)]
+        assert [q["startTime"] for q in venue.rest_queries] == [
+            str(clock[0] - 100),
+            str(clock[0] - 16),
+            str(clock[0] - 7),
+        ]
 
 
 async def test_an_unknown_symbol_is_a_venue_error_reply_not_a_dead_stream() -> None:
