@@ -294,3 +294,47 @@ async def test_poison_frames_in_the_live_stream_are_counted_and_skipped_and_ever
     for _, reason in POISON:
         expected_counts[reason] = expected_counts.get(reason, 0) + 1
     assert {reason: _malformed(reason) - before[reason] for reason in expected_counts} == expected_counts
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_restarted_dzengi_feed_recovers_the_trades_executed_while_it_was_down(fast_streams) -> None:  # type: ignore[no-untyped-def]
+    async with FakeDzengi(make_tape(2400, SYMBOLS)) as venue:
+        await database_sync_to_async(make_feed)(
+            "dz", SYMBOLS, venue="dzengi", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
+        )
+        count = database_sync_to_async(Tick.objects.count)
+
+        async def run_until(condition) -> None:  # type: ignore[no-untyped-def]
+            runtime = Runtime(feed_startup_tasks(FeedHubs(), ["dz"]))
+            task = asyncio.create_task(runtime.run())
+            try:
+                await async_eventually(condition, timeout_s=30, interval_s=0.02)
+            finally:
+                runtime.request_stop()
+                assert await task == 0
+
+        async def first_batch_recorded() -> bool:
+            if venue.stats.subscribe_messages and not venue.executed:
+                venue.release(600)
+            return await count() == 600
+
+        await run_until(first_batch_recorded)
+        venue.release(1300)  # while no process runs: more than a REST page per symbol
+
+        async def everything_recorded() -> bool:
+            if venue.stats.subscribe_messages >= 2 and len(venue.executed) == 1900:
+                venue.release(500)
+            return await count() == 2400
+
+        await run_until(everything_recorded)
+
+    recorded: dict[str, list[tuple[str, int, int, int]]] = {}
+    for symbol, trade_id, price, volume, ts in await database_sync_to_async(
+        lambda: list(
+            Tick.objects.order_by("pk").values_list(
+                "instrument__venue_symbol", "trade_id", "price", "volume", "ts_event"
+            )
+        )
+    )():
+        recorded.setdefault(symbol, []).append((trade_id, price, volume, ts))
+    assert recorded == _expected(venue)

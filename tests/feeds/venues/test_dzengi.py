@@ -165,3 +165,25 @@ def test_bad_settings_are_form_errors_keyed_by_setting(settings: dict[str, objec
     with pytest.raises(ValidationError) as refused:
         clean_feed_settings("dzengi", settings)
     assert key in refused.value.message_dict
+
+
+def test_parseframes_prints_dzengi_trades_exactly_and_reports_the_bad_lines() -> None:
+    import io
+    import sys
+
+    from django.core.management import call_command
+
+    good = golden.read_frames("dzengi")[1].decode()
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "stdin", io.StringIO("{oops\n" + good + "\n" + '{"status":"Error","payload":{}}\n'))
+        call_command("parseframes", venue="dzengi", stdout=out, stderr=err)
+    (record,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert (record["symbol"], record["price"], record["quantity"], record["side"]) == (
+        "BTC/USD",
+        "11400.95",
+        "0.058",
+        "buy",
+    )
+    assert (record["trade_id"], record["exchange_time_ms"]) == ("1616651347", 1596625079952)
+    assert len(err.getvalue().splitlines()) == 2 and "venue_error" in err.getvalue()
