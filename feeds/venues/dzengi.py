@@ -337,12 +337,23 @@ class DzengiVenue(ExchangeVenueCommon):
     parse = staticmethod(parse)
 
     def clean_settings(self, settings: Mapping[str, object]) -> dict[str, object]:
-        """Fill the demo account's URLs when `demo` is set and no URL is given."""
-        demo = settings.get("demo", False)
-        defaults = dict(DEFAULTS)
-        if demo is True:
-            defaults.update(ws_url=DEMO_WS_BASE_URL, rest_url=DEMO_REST_BASE_URL)
-        cleaned = clean_exchange_settings(self.name, settings, defaults)
+        """Fill the account's URLs from `demo`; a URL of its own (a local fake) still wins.
+
+        Saved settings carry the URLs filled in, so a URL that is the other account's
+        default follows `demo` when it is switched, instead of pinning the old account.
+        """
+        demo = settings.get("demo", False) is True
+        wanted = {"ws_url": DEMO_WS_BASE_URL, "rest_url": DEMO_REST_BASE_URL} if demo else {}
+        other = (
+            {"ws_url": WS_BASE_URL, "rest_url": REST_BASE_URL}
+            if demo
+            else {"ws_url": DEMO_WS_BASE_URL, "rest_url": DEMO_REST_BASE_URL}
+        )
+        given = dict(settings)
+        for key, url in other.items():
+            if isinstance(given.get(key), str) and str(given[key]).rstrip("/") == url:
+                del given[key]
+        cleaned = clean_exchange_settings(self.name, given, {**DEFAULTS, **wanted})
         if cleaned["api_version"] not in API_VERSIONS:
             raise ValidationError({"api_version": [f"api_version must be one of {', '.join(API_VERSIONS)}"]})
         return cleaned

@@ -142,6 +142,9 @@ def test_demo_setting_points_both_endpoints_at_the_demo_account() -> None:
     assert demo["rest_url"] == "https://demo-api-adapter.dzengi.com"
     production = clean_feed_settings("dzengi", {})
     assert production["ws_url"] == "wss://api-adapter.dzengi.com" and production["demo"] is False
+    # Saved settings carry the URLs: switching `demo` on a saved feed still switches accounts.
+    assert clean_feed_settings("dzengi", {**production, "demo": True})["rest_url"] == demo["rest_url"]
+    assert clean_feed_settings("dzengi", {**demo, "demo": False})["ws_url"] == production["ws_url"]
     local = clean_feed_settings("dzengi", {"demo": True, "ws_url": "ws://127.0.0.1:9"})
     assert local["ws_url"] == "ws://127.0.0.1:9" and local["rest_url"] == "https://demo-api-adapter.dzengi.com"
 
