@@ -193,13 +193,31 @@ def naive_upstox(frame: bytes) -> list[dict[str, Any]]:
     return events
 
 
+def naive_dzengi(frame: bytes) -> list[dict[str, Any]]:
+    message = json.loads(frame, parse_float=Decimal, parse_int=Decimal)
+    if message.get("status") != "OK" or message.get("destination") != "internal.trade":
+        return []
+    data = message["payload"]
+    return [
+        {
+            "symbol": data["symbol"],
+            "price": data["price"],
+            "quantity": data["size"],
+            "ts": int(data["ts"]) * _NS_PER_MS,
+            "id": str(data["id"]),
+            "side": "buy" if data["buyer"] else "sell",
+        }
+    ]
+
+
 NAIVE: dict[str, Callable[[bytes], list[dict[str, Any]]]] = {
     "binance-usdm": naive_binance,
     "bitflyer": naive_bitflyer,
     "kucoin-futures": naive_kucoin,
     "upstox": naive_upstox,
+    "dzengi": naive_dzengi,
 }
-JSON_VENUES = ("binance-usdm", "bitflyer", "kucoin-futures")
+JSON_VENUES = ("binance-usdm", "bitflyer", "kucoin-futures", "dzengi")
 
 
 def data_frames(venue: str) -> list[bytes]:

@@ -3,7 +3,8 @@
 Venues that page by time (Binance aggTrades: startTime/endTime < 1 h) are asked per
 recovery window, then by id when a window holds more than a page. Venues that page by
 id only (bitFlyer executions: newest first, `after`/`before`) are walked backwards from
-the newest trade down to the checkpoint. Every page takes a REST token first.
+the newest trade down to the checkpoint. Venues with time bounds and no id cursor
+(Dzengi aggTrades) continue a full page from the time of its last trade. Every page takes a REST token first.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from feeds.venues.base import TradeHistoryVenue, TradeQuery
 from feeds.venues.rest import fetch_trades
 
 DEFAULT_MAX_PAGES = 2000  # per window: a runaway loop must end
+
+
+def _numeric_id(trade: MarketData) -> int:
+    return int(trade.trade_id) if trade.trade_id and trade.trade_id.isdigit() else -1
 
 
 class RecoveryPagingError(RuntimeError):
@@ -74,6 +79,8 @@ class RestTradeHistory:
             TradeQuery(window.symbol, start_ms=window.start_time, end_ms=window.end_time, limit=limit)
         )
         trades = list(page)
+        if not getattr(self._venue, "pages_by_id", True):
+            return await self._by_time_only(window, trades)
         for _ in range(self._max_pages):
             if len(page) < limit:
                 return trades
@@ -83,6 +90,27 @@ class RestTradeHistory:
             trades.extend(inside)
             if len(inside) < len(page):
                 return trades
+        raise RecoveryPagingError(f"{window.symbol}: more than {self._max_pages} pages in one window")
+
+    async def _by_time_only(self, window: TradeRecoveryWindow, trades: list[MarketData]) -> list[MarketData]:
+        """Continue a full page from its last trade's millisecond (Dzengi has no id cursor).
+
+        That millisecond is asked again, so trades sharing it are not lost; the ones
+        already returned are dropped here by id (the consistency layer would drop them too).
+        """
+        limit = self._venue.max_page_size
+        page = trades
+        for _ in range(self._max_pages):
+            if len(page) < limit:
+                return trades
+            start_ms = page[-1].ts_event // 1_000_000
+            last_id = _numeric_id(trades[-1])
+            page = await self._page(TradeQuery(window.symbol, start_ms=start_ms, end_ms=window.end_time, limit=limit))
+            fresh = [trade for trade in page if _numeric_id(trade) > last_id]
+            if len(page) == limit and not fresh:
+                # A whole page inside one millisecond: time bounds cannot get past it.
+                raise RecoveryPagingError(f"{window.symbol}: more than {limit} trades at {start_ms} ms")
+            trades.extend(fresh)
         raise RecoveryPagingError(f"{window.symbol}: more than {self._max_pages} pages in one window")
 
     async def _by_id(self, window: TradeRecoveryWindow, after: MarketData | None) -> list[MarketData]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -27,6 +28,17 @@ def _decimal(text: str) -> Decimal:
     return value
 
 
+def _setting(item: str) -> tuple[str, object]:
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise CommandError(f"--setting wants KEY=VALUE, got {item!r}")
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        value = text  # plain text: a string setting
+    return key.strip(), value
+
+
 class Command(BaseCommand):
     help = "Add, list, enable or disable feeds."
 
@@ -38,6 +50,13 @@ class Command(BaseCommand):
         add.add_argument("--symbols", required=True, help="Venue symbols, comma-separated (BTCUSDT,ETHUSDT).")
         add.add_argument("--ws-url", help="Replace the venue's websocket base URL (testnet, local fake).")
         add.add_argument("--rest-url", help="Replace the venue's REST base URL.")
+        add.add_argument(
+            "--setting",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="Another venue setting, VALUE as JSON or plain text (demo=true, api_version=v2); repeatable.",
+        )
         add.add_argument("--market-type", choices=MarketType.values)
         add.add_argument("--tick-size", default="0.00000001", help="Informational price tick (default 1e-8).")
         add.add_argument("--lot-size", default="0.00000001", help="Informational quantity step (default 1e-8).")
@@ -67,6 +86,7 @@ class Command(BaseCommand):
         tick_size: str,
         lot_size: str,
         disabled: bool,
+        setting: list[str] | None = None,
         **_: Any,
     ) -> None:
         if venue not in VENUES:
@@ -78,7 +98,7 @@ class Command(BaseCommand):
             raise CommandError("--symbols names a symbol twice")
         if Feed.objects.filter(name=name).exists():
             raise CommandError(f"a feed named {name} already exists")
-        settings: dict[str, object] = {}
+        settings: dict[str, object] = dict(_setting(item) for item in setting or [])
         if ws_url:
             settings[WS_URL_KEY] = ws_url
         if rest_url:
@@ -98,7 +118,8 @@ class Command(BaseCommand):
                 for venue_symbol in venue_symbols:
                     instrument = Instrument(
                         feed=feed,
-                        symbol=venue_symbol.upper(),
+                        # Venue spellings may hold spaces ("Oil - Brent"); symbols may not.
+                        symbol="".join(venue_symbol.upper().split()),
                         venue_symbol=venue_symbol,
                         tick_size=tick,
                         lot_size=lot,

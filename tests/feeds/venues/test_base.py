@@ -7,7 +7,7 @@ import pytest
 from feeds.venues import VENUES
 from feeds.venues.base import PublishedLimits, StatelessStream
 
-EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "upstox"]
+EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "upstox", "dzengi"]
 
 
 @pytest.mark.parametrize("name", sorted(VENUES))
@@ -56,4 +56,5 @@ def test_the_published_figures_stand_where_the_venue_publishes_them() -> None:
         "replay": "spot",
         "simulated": "simulated",
         "upstox": "spot",
+        "dzengi": "spot",
     }

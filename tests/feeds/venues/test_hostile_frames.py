@@ -88,6 +88,7 @@ def test_hostile_numbers_in_every_number_field_are_rejected_or_exact(number: str
         "bitflyer": b'{"jsonrpc":"2.0","method":"channelMessage","params":{"channel":"lightning_executions_BTC_JPY","message":[{"id":1,"side":"BUY","price":%s,"size":0.01,"exec_date":"2026-09-23T10:44:33.5470000Z"}]}}',
         "kucoin-futures": b'{"topic":"/contract/instrument:XBTUSDTM","type":"message","subject":"mark.index.price","data":{"markPrice":%s,"timestamp":1731898620000}}',
         "replay": b"1732924800123,BTC-USDT,%s,1",
+        "dzengi": b'{"status":"OK","destination":"internal.trade","payload":{"price":%s,"size":0.058,"id":1,"ts":1596625079952,"symbol":"BTC/USD","buyer":true}}',
     }
     for venue, template in frames.items():
         parse_or_reject(venue, template % number.encode())

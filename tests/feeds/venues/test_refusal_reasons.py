@@ -61,6 +61,13 @@ def _upstox(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
     return response.SerializeToString().replace(placeholder.encode(), symbol, 1) + extra
 
 
+def _dzengi(symbol: bytes, price: bytes, size: bytes, extra: bytes) -> bytes:
+    return (
+        b'{"status":"OK","destination":"internal.trade","payload":{"price":%s,"size":%s,"id":7,"ts":%d,'
+        b'"symbol":"%s","buyer":true%s}}' % (price, size, TS_MS, symbol, extra)
+    )
+
+
 FRAMES: dict[str, Callable[[bytes, bytes, bytes, bytes], bytes]] = {
     "binance-usdm": _binance,
     "bitflyer": _bitflyer,
@@ -68,6 +75,7 @@ FRAMES: dict[str, Callable[[bytes, bytes, bytes, bytes], bytes]] = {
     "simulated": _simulated,
     "replay": _replay,
     "upstox": _upstox,
+    "dzengi": _dzengi,
 }
 # How a frame is nested too deep: a JSON value 1000 brackets deep (a CSV has no nesting,
 # so replay sees a column it cannot read; protobuf, unknown groups 1000 deep).
@@ -78,6 +86,7 @@ DEEP_EXTRA = {
     "simulated": (b',"x":' + DEEP, "depth"),
     "replay": (b"," + DEEP, "schema"),
     "upstox": (b"\x7b" * 1000 + b"\x7c" * 1000, "protobuf"),
+    "dzengi": (b',"x":' + DEEP, "depth"),
 }
 
 
