@@ -12,3 +12,7 @@ PROCESSOR_BACKFILL_S = env.float("PROCESSOR_BACKFILL_S", default=3600.0)
 # instrument, every PROCESSOR_OUTPUT_PERSIST_INTERVAL_S.
 PROCESSOR_SIGNAL_FLUSH_INTERVAL_S = env.float("PROCESSOR_SIGNAL_FLUSH_INTERVAL_S", default=0.5)
 PROCESSOR_OUTPUT_PERSIST_INTERVAL_S = env.float("PROCESSOR_OUTPUT_PERSIST_INTERVAL_S", default=5.0)
+# Strategy kinds of your own: modules imported at start-up that register kinds with
+# @register_strategy (comma-separated, e.g. "mypackage.strategies"). Installed packages
+# can instead declare an entry point in the "tradingsite.strategies" group.
+STRATEGY_MODULES = env.list("STRATEGY_MODULES", default=[])
