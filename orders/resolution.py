@@ -163,7 +163,7 @@ async def failure_outcome(error: BaseException, client_order_id: str) -> tuple[O
     if not client_order_id or not connection_lost(error):
         return Outcome.FAILED, f"unexpected error: {error!r}"
     try:
-        return await in_db_thread(lost_connection_outcome)(client_order_id=client_order_id, error=error)  # type: ignore[no-any-return]
+        return await in_db_thread(lost_connection_outcome)(client_order_id=client_order_id, error=error)
     except DatabaseError as again:
         # Still no database: nothing can be read or written now; whatever the intent
         # holds stays for reconciliation, which lists every pending intent.

@@ -46,8 +46,8 @@ from feeds.venues.errors import (
     values_refusal,
 )
 from feeds.venues.exchange_settings import base_url
-from feeds.venues.trade_page import TradePage, parse_trade_page
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
+from feeds.venues.trade_page import TradePage, parse_trade_page
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"

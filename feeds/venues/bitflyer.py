@@ -44,8 +44,8 @@ from feeds.venues.errors import (
     trade_refusal,
 )
 from feeds.venues.exchange_settings import base_url
-from feeds.venues.trade_page import TradePage, parse_trade_page
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
+from feeds.venues.trade_page import TradePage, parse_trade_page
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"

@@ -130,7 +130,9 @@ def test_a_body_that_is_no_page_at_all_is_still_one_parse_error() -> None:
         parse_agg_trade_page(b'{"code":-1121,"msg":"Invalid symbol."}', SYMBOL, 5)
     with pytest.raises(ParseError):
         parse_agg_trade_page(b"[" * 5000 + b"]" * 5000, SYMBOL, 5)
-    deep_row = b'[{"a":7,"p":"1","q":"1","f":1,"l":1,"T":1764460800123,"m":true,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]"
+    deep_row = (
+        b'[{"a":7,"p":"1","q":"1","f":1,"l":1,"T":1764460800123,"m":true,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]"
+    )
     # Too deep for the decoder to even split the rows: the page fails as one, counted as `depth`.
     with pytest.raises(ParseError, match="depth"):
         parse_agg_trade_page(deep_row, SYMBOL, 5)
