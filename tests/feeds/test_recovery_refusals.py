@@ -136,3 +136,39 @@ def test_a_body_that_is_no_page_at_all_is_still_one_parse_error() -> None:
     # Too deep for the decoder to even split the rows: the page fails as one, counted as `depth`.
     with pytest.raises(ParseError, match="depth"):
         parse_agg_trade_page(deep_row, SYMBOL, 5)
+
+
+# Mutated copies of each venue's recorded REST page: the same classes as the frame fuzzing.
+PAGE_FUZZ = {"binance-usdm": "rest_aggTrades.json", "bitflyer": "rest_executions.json"}
+PAGES_PER_VENUE = 3_000  # the 100,000-per-venue bulk is the frame fuzzing; this covers the page path
+
+
+@pytest.mark.parametrize("venue_name", sorted(PAGE_FUZZ))
+def test_mutated_recovery_pages_keep_their_good_rows_and_raise_nothing_but_a_parse_error(venue_name: str) -> None:
+    import random
+    from collections import Counter
+
+    from feeds.venues import get_venue
+    from feeds.venues.base import ParseError
+    from tests.feeds.venues import golden
+    from tests.feeds.venues.invariants import check_event
+    from tests.feeds.venues.mutations import MUTATIONS, _json_mutation, _JsonFrame
+
+    venue = get_venue(venue_name)
+    source = _JsonFrame((golden.FIXTURES / venue_name / PAGE_FUZZ[venue_name]).read_bytes())
+    symbol = "BTCUSDT" if venue_name == "binance-usdm" else "BTC_JPY"
+    rng = random.Random(f"pages:{venue_name}:20261201")
+    outcomes: Counter[str] = Counter()
+    for number in range(PAGES_PER_VENUE):
+        kind = MUTATIONS[number % len(MUTATIONS)]
+        body = _json_mutation(rng, kind, source)
+        try:
+            page = venue.parse_trade_page(body, symbol, golden.RECEIVED_NS)  # type: ignore[attr-defined]
+        except ParseError:
+            outcomes["page refused"] += 1
+            continue
+        assert page.rows == len(page.trades) + len(page.refused), (number, kind, body[:300])
+        for trade in page.trades:
+            check_event(trade)
+        outcomes["rows refused" if page.refused else "page whole"] += 1
+    assert outcomes["rows refused"] > 0 and outcomes["page whole"] > 0, outcomes
