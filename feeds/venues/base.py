@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Union
+from typing import Protocol, Union
 
 from feeds.market import MarketData, MarketEvent
-
-if TYPE_CHECKING:
-    from feeds.venues.trade_page import TradePage
 
 
 class ParseError(ValueError):
@@ -255,11 +252,12 @@ class TradeHistoryVenue(ExchangeVenue, Protocol):
         ...
 
     def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
-        """Return the trades of one page, oldest first; raise ParseError if malformed."""
-        ...
+        """Return the trades of one page, oldest first; raise ParseError if malformed.
 
-    def parse_trade_page(self, body: bytes, symbol: str, received_ns: int) -> TradePage:
-        """Return one page row by row: its trades, its refused rows and every row's id bounds."""
+        A venue may also offer `parse_trade_page(body, symbol, received_ns) -> TradePage`
+        (feeds.venues.trade_page): the page row by row, a bad row refused on its own.
+        Gap recovery uses it where it exists.
+        """
         ...
 
 

@@ -14,7 +14,7 @@ import aiohttp
 
 from feeds.market import MarketData
 from feeds.venues.base import ExchangeVenue, HttpRequest, InstrumentMeta, TradeHistoryVenue, TradeQuery
-from feeds.venues.trade_page import TradePage
+from feeds.venues.trade_page import TradePage, whole_page
 
 log = logging.getLogger(__name__)
 
@@ -98,4 +98,8 @@ async def fetch_trade_page(
 ) -> TradePage:
     """`fetch_trades`, row by row: a bad row is refused on its own (see feeds.venues.trade_page)."""
     body = await fetch(venue.trades_request(query, settings), session=session, timeout_s=timeout_s)
-    return venue.parse_trade_page(body, query.symbol, received_ns)
+    parse_page = getattr(venue, "parse_trade_page", None)
+    if parse_page is None:  # a venue without a row-by-row parser: its page is whole or refused
+        return whole_page(venue.parse_trades(body, query.symbol, received_ns))
+    page: TradePage = parse_page(body, query.symbol, received_ns)
+    return page

@@ -71,6 +71,11 @@ def parse_trade_page(
         except DECODE_FAILURES:
             raise whole from None
         return _row_by_row(raws, parse_row, id_key)
+    return whole_page(trades)
+
+
+def whole_page(trades: list[MarketData]) -> TradePage:
+    """A page every row of which parsed (also the page of a venue without a row-by-row parser)."""
     ids = [int(trade.trade_id) for trade in trades if trade.trade_id is not None and trade.trade_id.isdigit()]
     return TradePage(trades, len(trades), [], min(ids, default=None), max(ids, default=None))
 
