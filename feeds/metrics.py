@@ -9,6 +9,17 @@ FRAMES_MALFORMED = Counter(
 CONSUMER_OVERFLOW = Counter(
     "feed_consumer_overflow_total", "Feed batches a consumer's full queue could not take", ["consumer"]
 )
+RECOVERY_ROWS_REFUSED = Counter(
+    "feed_recovery_rows_refused_total",
+    "Rows of a REST gap-recovery page that were not valid trades (the rest of the page was recovered)",
+    ["venue", "reason"],
+)
+CONSUMER_SHEDDING = Gauge(
+    "feed_consumer_shedding",
+    "1 while a consumer's full queue is shedding feed batches, 0 once it keeps up again",
+    ["consumer"],
+    multiprocess_mode="livemax",
+)
 CONSUMER_QUEUE_DEPTH = Gauge("feed_consumer_queue_depth", "Batches waiting in a consumer's queue", ["consumer"])
 
 

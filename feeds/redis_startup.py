@@ -4,14 +4,21 @@ It subscribes to the feed fan-out in the SUBSCRIPTIONS phase, before any stream
 starts, so no batch is missed. Without REDIS_URL it does nothing but say so: the
 embedded site runs the same without it.
 
-The publisher's own gate follows the feed runtime's metadata gate: an instrument the
-feed gate holds (its metadata went stale, or the venue stopped listing it) is held
-here too, and one it lets through later (metadata arrived on a refresh) has its
-metadata published before any of its prices.
+The publisher's own gate follows the feed runtime's metadata gate, from the first
+check on: nothing of an instrument is published until that gate has confirmed its
+metadata, and the publisher makes no metadata request of its own (the venue is asked
+once per feed, by the feed gate). Until then the publisher's health says it is waiting
+for `metadata-gate:NAME`. An instrument the feed gate holds (its metadata went stale,
+or the venue stopped listing it) is held here too, and one it lets through later
+(metadata arrived on a refresh) has its metadata published before any of its prices;
+metadata Redis refused is published again every MARKET_DATA_METADATA_RETRY_S. Without
+a feed gate (a process that runs no feed tasks) the publisher fetches the metadata
+itself, as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -25,7 +32,8 @@ from core.health import Status
 from core.log_throttle import FailureLog
 from core.runtime.core import FatalError, Phase, RuntimeContext, StartupTask
 from feeds.distribution.fanout import drain
-from feeds.distribution.metadata_gate import GateChange, GateListener, InstrumentMetadataGate
+from feeds.distribution.metadata_gate import GateChange, InstrumentMetadataGate
+from feeds.distribution.metadata_gate import health_component as gate_component
 from feeds.distribution.redispub.bridge import HEALTH_COMPONENT
 from feeds.distribution.redispub.cancel import reraise_if_cancelling
 from feeds.distribution.redispub.catalog import catalog_feeds
@@ -77,11 +85,16 @@ def redis_publisher_startup_tasks(feeds: FeedHubs) -> list[StartupTask]:
         feeds.redis_market_data.provide(service)
         feed_gate: InstrumentMetadataGate | None = feeds.metadata_gate.get_or(None)
         if feed_gate is not None:
-            feed_gate.add_listener(follow_feed_gate(service))
+            for entry in service.catalog.feeds.values():
+                if entry.instruments:
+                    service.gate.block(entry.name, f"waiting for the feed's {gate_component(entry.name)}")
         await service.prepare()
         queue = feeds.fanout.subscribe(FANOUT_CONSUMER)
         ctx.spawn("redis-publisher:publish", drain(FANOUT_CONSUMER, queue, service.bridge.consume))
-        for name, work in service.background():
+        if feed_gate is not None:
+            follower = follow_feed_gate(service)
+            ctx.spawn("redis-publisher:follow-gate", follower.run(feed_gate, service.options.metadata_retry_s))
+        for name, work in service.background(fetch_metadata=feed_gate is None):
             ctx.spawn(name, work)
         log.info("redis-publisher: publishing %d feeds under %s:*", len(names), catalog.prefix)
 
@@ -92,18 +105,38 @@ def _held_text(held: Mapping[str, str]) -> str:
     return "; ".join(f"{symbol}: {why}" for symbol, why in sorted(held.items()))[:200]
 
 
-def follow_feed_gate(service: MarketDataService) -> GateListener:
+def follow_feed_gate(service: MarketDataService) -> FeedGateFollower:
     """Return the listener that keeps the publisher's gate in step with the feed's."""
-    unpublished: dict[str, set[str]] = {}  # admitted by the feed gate, metadata not yet on Redis
-    failures: dict[str, FailureLog] = {}  # per feed: the gate is checked every few seconds
+    return FeedGateFollower(service)
 
-    async def follow(feed: str, change: GateChange, held: Mapping[str, str]) -> None:
+
+class FeedGateFollower:
+    """Follows the feed's metadata gate (a GateListener); retries metadata that Redis refused."""
+
+    def __init__(self, service: MarketDataService) -> None:
+        self._service = service
+        self._unpublished: dict[str, set[str]] = {}  # admitted by the feed gate, metadata not yet on Redis
+        self._failures: dict[str, FailureLog] = {}  # per feed: the gate is checked every few seconds
+
+    def unpublished(self, feed: str) -> set[str]:
+        return set(self._unpublished.get(feed, ()))
+
+    async def run(self, gate: InstrumentMetadataGate, retry_s: float) -> None:
+        """Follow `gate` (hearing what it decided so far), then retry refused metadata every `retry_s`."""
+        await gate.follow(self)
+        while True:
+            await asyncio.sleep(retry_s)
+            for feed in [feed for feed, pending in self._unpublished.items() if pending]:
+                await self(feed, GateChange(), gate.held(feed))
+
+    async def __call__(self, feed: str, change: GateChange, held: Mapping[str, str]) -> None:
+        service = self._service
         entry = service.catalog.feeds.get(feed)
         if entry is None:
             return
         if change.held:
             service.gate.withdraw(feed, change.held, _held_text(held))
-        pending = unpublished.setdefault(feed, set())
+        pending = self._unpublished.setdefault(feed, set())
         pending.update(symbol for symbol in change.admitted if symbol in entry.instruments)
         pending.difference_update(held)
         admitted = sorted(pending)
@@ -116,18 +149,16 @@ def follow_feed_gate(service: MarketDataService) -> GateListener:
                 await service.publisher.publish(drafts)
             except RedisError as exc:
                 reraise_if_cancelling()
-                # Readers must see the metadata before the prices: these stay held, and the
-                # next check of the feed gate (every few seconds) tries again.
+                # Readers must see the metadata before the prices: these stay held, and
+                # are published again on the next check or retry.
                 service.gate.block(feed, f"publish failed: {exc!r}"[:200])
-                failures.setdefault(
+                self._failures.setdefault(
                     feed, FailureLog(log, f"redis-publisher {feed}: metadata not published", interval_s=60.0)
                 ).failed(f"{', '.join(admitted)} held ({exc!r})")
                 return
-            if feed in failures:
-                failures[feed].succeeded("metadata published")
+            if feed in self._failures:
+                self._failures[feed].succeeded("metadata published")
             service.gate.admit(feed, known)
             pending.clear()
         if held:
             service.gate.block(feed, _held_text(held))
-
-    return follow

@@ -32,6 +32,7 @@ from feeds.distribution.redispub.metadata import venue_lists_metadata
 from feeds.recording.checkpoint_store import load_checkpoints, record_known_hole
 from feeds.recording.database_writer import pipelined_writer_for_database
 from feeds.recording.recorder import TickRecorder
+from feeds.recording.shed_holes import ShedHoles
 from feeds.recording.tick_selectors import tick_addresses
 from feeds.streams.feed_lease import FeedLeases
 from feeds.streams.feed_streams import build_feed_streams, is_exchange_venue
@@ -92,6 +93,9 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
         except selectors.FeedSelectionError as exc:
             raise FatalError(str(exc)) from None
         hubs.specs.provide(specs)
+        # Every batch a consumer sheds is shown on health, not only counted.
+        hubs.fanout.attach_health(ctx.health)
+        ctx.spawn("fanout:review", hubs.fanout.watch())
         hubs.metadata_gate.provide(
             InstrumentMetadataGate(
                 ctx.health,
@@ -123,7 +127,8 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
             health=ctx.health,
             may_write=hubs.write_fence.get_or(None),
         )
-        queue = hubs.fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES)
+        holes = ShedHoles(_record_hole)
+        queue = hubs.fanout.subscribe("recorder", capacity=RECORDER_QUEUE_BATCHES, on_overflow=holes.add)
 
         async def flush_on_shutdown() -> None:
             # Teardown cancelled the drain task: what is still queued is taken here.
@@ -135,6 +140,7 @@ def feed_startup_tasks(hubs: FeedHubs, feed_names: list[str] | None) -> list[Sta
         hubs.recorder.provide(recorder)
         ctx.spawn("recorder:drain", drain("recorder", queue, recorder.consume))
         ctx.spawn("recorder:flush", recorder.run())
+        ctx.spawn("recorder:shed-holes", holes.flush_forever())
 
     async def start_data_flow(ctx: RuntimeContext) -> None:
         specs = hubs.specs.get()

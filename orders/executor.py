@@ -50,6 +50,7 @@ from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
 from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_many
 from orders.plans import TradePlan, plans_for_signal, signal_key
+from orders.resolution import failure_outcome
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
 
@@ -345,13 +346,9 @@ class TradeExecutor:
         except Exception as exc:
             log.exception("orders executor: signal %s failed on account %s", signal_key(signal), plan.account_id)
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            outcome, reason = await failure_outcome(exc, attempt.client_order_id)
             return await self._record(
-                signal,
-                plan.account_id,
-                Outcome.FAILED,
-                f"unexpected error: {exc!r}",
-                client_order_id=attempt.client_order_id,
-                entry=entry,
+                signal, plan.account_id, outcome, reason, client_order_id=attempt.client_order_id, entry=entry
             )
 
     # ---- entry ------------------------------------------------------------------------
@@ -448,13 +445,9 @@ class TradeExecutor:
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
             for member in members:
                 if member.outcome is None and member.solo is None:
+                    outcome, reason = await failure_outcome(exc, member.cid)
                     member.outcome = await self._record(
-                        signal,
-                        member.plan.account_id,
-                        Outcome.FAILED,
-                        f"unexpected error: {exc!r}",
-                        client_order_id=member.cid,
-                        entry=True,
+                        signal, member.plan.account_id, outcome, reason, client_order_id=member.cid, entry=True
                     )
         outcomes = []
         for member in members:
@@ -739,9 +732,8 @@ class TradeExecutor:
         except Exception as exc:
             log.exception("orders executor: signal %s failed on account %s", signal_key(signal), account_id)
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
-            member.outcome = await self._record(
-                signal, account_id, Outcome.FAILED, f"unexpected error: {exc!r}", client_order_id=cid
-            )
+            outcome, reason = await failure_outcome(exc, cid)
+            member.outcome = await self._record(signal, account_id, outcome, reason, client_order_id=cid)
         finally:
             if member.lease_held:
                 await in_db_thread(locks_release_many)(leases=[member.lease()])
@@ -762,8 +754,9 @@ class TradeExecutor:
         except Exception as exc:
             log.exception("orders executor: signal %s failed on account %s", signal_key(signal), member.plan.account_id)
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            outcome, reason = await failure_outcome(exc, member.cid)
             member.outcome = await self._record(
-                signal, member.plan.account_id, Outcome.FAILED, f"unexpected error: {exc!r}", client_order_id=member.cid
+                signal, member.plan.account_id, outcome, reason, client_order_id=member.cid
             )
         member.lease_held = lease.held
 

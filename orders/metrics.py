@@ -29,6 +29,11 @@ RECONCILIATION_EXPOSURE_MISMATCHES = Counter(
 RECONCILIATION_DEGRADED_STEPS = Counter(
     "orders_reconciliation_degraded_steps_total", "Broker reads a reconciliation pass went without", ["step"]
 )
+LOST_CONNECTION_OUTCOMES = Counter(
+    "orders_lost_connection_outcomes_total",
+    "Order calls cut off by a lost database connection, by what they turned out to be",
+    ["outcome"],
+)
 UNRESOLVED_PROMPTS = Counter(
     "orders_unresolved_prompts_total", "Pending intents no broker read could resolve, raised to a person"
 )

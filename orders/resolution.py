@@ -6,6 +6,11 @@ when neither answers (a venue that serves no order reads, an outage), the intent
 marked unresolved and, once that has lasted ORDERS_UNRESOLVED_PROMPT_AFTER_S, a person
 is asked to decide. Capital is never held in silence: the prompt is audited, counted on
 health and listed on the dashboard until someone answers it.
+
+A database connection that breaks in the middle of an order call is an unknown outcome
+too: the broker may have accepted the order whose lifecycle was not yet written. Such
+an error is never recorded as a plain failure while the intent still holds capital
+(`failure_outcome`); the intent is put on the same clock as a broker timeout.
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from core.fixed_point import fixed_to_str
 from orders import lifecycle
 from orders.audit import audit_record
-from orders.metrics import UNRESOLVED_PROMPTS
+from orders.db import in_db_thread
+from orders.metrics import LOST_CONNECTION_OUTCOMES, UNRESOLVED_PROMPTS
 from orders.models import OrderIntent
 from orders.models.outcomes import Outcome
 from orders.outcomes import signal_outcome_settle
@@ -118,3 +124,47 @@ def intent_keep_waiting(*, client_order_id: str, operator: str, now: datetime | 
             message=f"{operator} chose to keep waiting; {fixed_to_str(intent.reserved)} stays reserved",
         )
     return True
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether `error` says the database connection broke (the statement's effect is not known)."""
+    return isinstance(error, (OperationalError, InterfaceError))
+
+
+def lost_connection_outcome(*, client_order_id: str, error: BaseException) -> tuple[Outcome, str]:
+    """What an order call cut off by a lost database connection did, read back on a fresh connection.
+
+    No intent: the reserve never committed and nothing was sent. A pending intent may
+    be at the broker: it stays reserved and starts the unresolved clock, and the
+    resolution (reconciliation, lookup by client id, a person) settles it. A placed
+    intent committed before the connection went.
+    """
+    row = OrderIntent.objects.filter(client_order_id=client_order_id).values_list("state", "reserved").first()
+    if row is None:
+        LOST_CONNECTION_OUTCOMES.labels("failed").inc()
+        return Outcome.FAILED, f"database connection lost before the order was reserved; nothing sent ({error!r})"
+    state, reserved = row
+    if state == OrderIntent.State.PLACED:
+        LOST_CONNECTION_OUTCOMES.labels("placed").inc()
+        return Outcome.PLACED, "persisted before the database connection was lost"
+    if state == OrderIntent.State.ABANDONED:
+        LOST_CONNECTION_OUTCOMES.labels("abandoned").inc()
+        return Outcome.ABANDONED, f"never at the broker; released before the database connection was lost ({error!r})"
+    lifecycle.intent_mark_unresolved(client_order_id=client_order_id)
+    LOST_CONNECTION_OUTCOMES.labels("unknown").inc()
+    return Outcome.UNKNOWN, (
+        f"database connection lost mid-order ({error!r}); the broker may have it: "
+        f"{fixed_to_str(reserved)} stays reserved until reconciliation resolves it"
+    )
+
+
+async def failure_outcome(error: BaseException, client_order_id: str) -> tuple[Outcome, str]:
+    """The outcome to record for an unexpected error on an order's path: failed, unless the connection was lost."""
+    if not client_order_id or not connection_lost(error):
+        return Outcome.FAILED, f"unexpected error: {error!r}"
+    try:
+        return await in_db_thread(lost_connection_outcome)(client_order_id=client_order_id, error=error)
+    except DatabaseError as again:
+        # Still no database: nothing can be read or written now; whatever the intent
+        # holds stays for reconciliation, which lists every pending intent.
+        return Outcome.UNKNOWN, f"database connection lost mid-order ({error!r}; again: {again!r})"

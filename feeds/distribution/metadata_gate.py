@@ -158,6 +158,16 @@ class InstrumentMetadataGate:
         """Call `listener` after every check (the Redis publisher follows the gate)."""
         self._listeners.append(listener)
 
+    async def follow(self, listener: GateListener) -> None:
+        """`add_listener`, then tell `listener` what every check so far decided.
+
+        A follower that attaches after the first check (the startup tasks of one phase
+        run concurrently) still hears of every instrument the gate let through.
+        """
+        self._listeners.append(listener)
+        for feed, known in list(self._known.items()):
+            await listener(feed, GateChange(admitted=tuple(sorted(known))), self.held(feed))
+
     def allows(self, feed: str, venue_symbol: str) -> bool:
         return venue_symbol in self._known.get(feed, set())
 

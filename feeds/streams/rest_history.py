@@ -5,20 +5,30 @@ recovery window, then by id when a window holds more than a page. Venues that pa
 id only (bitFlyer executions: newest first, `after`/`before`) are walked backwards from
 the newest trade down to the checkpoint. Venues with time bounds and no id cursor
 (Dzengi aggTrades) continue a full page from the time of its last trade. Every page takes a REST token first.
+
+A page is parsed row by row: a row that is not a valid trade is refused (counted in
+`feed_recovery_rows_refused_total{venue,reason}` and logged with its id) and the rest
+of the page recovered. Paging continues from the ids of every row the venue sent, the
+refused ones included, so a bad row is walked past, never asked for again in a loop.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
 from feeds.market import MarketData
+from feeds.metrics import RECOVERY_ROWS_REFUSED
 from feeds.streams.venue_limiter import VenueRateLimiter
 from feeds.streams.window_planner import TradeRecoveryWindow
 from feeds.venues.base import TradeHistoryVenue, TradeQuery
-from feeds.venues.rest import fetch_trades
+from feeds.venues.rest import fetch_trade_page
+from feeds.venues.trade_page import TradePage
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PAGES = 2000  # per window: a runaway loop must end
 
@@ -50,6 +60,7 @@ class RestTradeHistory:
         self._clock_ns = clock_ns
         self._session: aiohttp.ClientSession | None = None
         self.pages = 0
+        self.refused = 0
 
     async def close(self) -> None:
         if self._session is not None:
@@ -62,15 +73,26 @@ class RestTradeHistory:
             return await self._by_time(window)
         return await self._by_id(window, after)
 
-    async def _page(self, query: TradeQuery) -> list[MarketData]:
+    async def _page(self, query: TradeQuery) -> TradePage:
         if self._limiter is not None:
             await self._limiter.acquire_rest()
         if self._session is None:
             self._session = aiohttp.ClientSession()
         self.pages += 1
-        return await fetch_trades(
+        page = await fetch_trade_page(
             self._venue, query, self._settings, self._clock_ns(), session=self._session, timeout_s=self._timeout_s
         )
+        for row in page.refused:
+            self.refused += 1
+            RECOVERY_ROWS_REFUSED.labels(self._venue.name, row.reason).inc()
+            log.warning(
+                "gap recovery %s %s: refused trade %s of a REST page (%s); the rest of the page is recovered",
+                self._venue.name,
+                query.symbol,
+                row.trade_id if row.trade_id is not None else "(no id)",
+                row.detail,
+            )
+        return page
 
     async def _by_time(self, window: TradeRecoveryWindow) -> list[MarketData]:
         limit = self._venue.max_page_size
@@ -78,36 +100,41 @@ class RestTradeHistory:
         page = await self._page(
             TradeQuery(window.symbol, start_ms=window.start_time, end_ms=window.end_time, limit=limit)
         )
-        trades = list(page)
+        trades = list(page.trades)
         if not getattr(self._venue, "pages_by_id", True):
-            return await self._by_time_only(window, trades)
+            return await self._by_time_only(window, page, trades)
         for _ in range(self._max_pages):
-            if len(page) < limit:
+            if page.rows < limit:
                 return trades
+            if page.max_id is None:
+                raise RecoveryPagingError(f"{window.symbol}: a full page with no readable trade id to continue from")
             # More than a page in the window: continue by id, without time bounds.
-            page = await self._page(TradeQuery(window.symbol, after_id=int(page[-1].trade_id or 0), limit=limit))
-            inside = [trade for trade in page if trade.ts_event < end_ns]
+            page = await self._page(TradeQuery(window.symbol, after_id=page.max_id, limit=limit))
+            inside = [trade for trade in page.trades if trade.ts_event < end_ns]
             trades.extend(inside)
-            if len(inside) < len(page):
+            if len(inside) < len(page.trades):
                 return trades
         raise RecoveryPagingError(f"{window.symbol}: more than {self._max_pages} pages in one window")
 
-    async def _by_time_only(self, window: TradeRecoveryWindow, trades: list[MarketData]) -> list[MarketData]:
+    async def _by_time_only(
+        self, window: TradeRecoveryWindow, page: TradePage, trades: list[MarketData]
+    ) -> list[MarketData]:
         """Continue a full page from its last trade's millisecond (Dzengi has no id cursor).
 
         That millisecond is asked again, so trades sharing it are not lost; the ones
         already returned are dropped here by id (the consistency layer would drop them too).
         """
         limit = self._venue.max_page_size
-        page = trades
         for _ in range(self._max_pages):
-            if len(page) < limit:
+            if page.rows < limit:
                 return trades
-            start_ms = page[-1].ts_event // 1_000_000
+            if not trades:
+                raise RecoveryPagingError(f"{window.symbol}: a full page with no readable trade to continue from")
+            start_ms = trades[-1].ts_event // 1_000_000
             last_id = _numeric_id(trades[-1])
             page = await self._page(TradeQuery(window.symbol, start_ms=start_ms, end_ms=window.end_time, limit=limit))
-            fresh = [trade for trade in page if _numeric_id(trade) > last_id]
-            if len(page) == limit and not fresh:
+            fresh = [trade for trade in page.trades if _numeric_id(trade) > last_id]
+            if page.rows == limit and not fresh:
                 # A whole page inside one millisecond: time bounds cannot get past it.
                 raise RecoveryPagingError(f"{window.symbol}: more than {limit} trades at {start_ms} ms")
             trades.extend(fresh)
@@ -121,9 +148,11 @@ class RestTradeHistory:
         pages: list[list[MarketData]] = []
         for _ in range(self._max_pages):
             page = await self._page(TradeQuery(window.symbol, after_id=after_id, before_id=before_id, limit=limit))
-            pages.append(page)
-            if len(page) < limit:
+            pages.append(page.trades)
+            if page.rows < limit:
                 # Pages came newest first; each page itself is oldest first.
                 return [trade for older in reversed(pages) for trade in older]
-            before_id = int(page[0].trade_id or 0)
+            if page.min_id is None:
+                raise RecoveryPagingError(f"{window.symbol}: a full page with no readable trade id to continue from")
+            before_id = page.min_id
         raise RecoveryPagingError(f"{window.symbol}: more than {self._max_pages} pages after id {after.trade_id}")

@@ -252,7 +252,12 @@ class TradeHistoryVenue(ExchangeVenue, Protocol):
         ...
 
     def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
-        """Return the trades of one page, oldest first; raise ParseError if malformed."""
+        """Return the trades of one page, oldest first; raise ParseError if malformed.
+
+        A venue may also offer `parse_trade_page(body, symbol, received_ns) -> TradePage`
+        (feeds.venues.trade_page): the page row by row, a bad row refused on its own.
+        Gap recovery uses it where it exists.
+        """
         ...
 
 

@@ -47,6 +47,7 @@ from feeds.venues.errors import (
 )
 from feeds.venues.exchange_settings import base_url
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS, fixed, fixed_positive, ms_to_ns
+from feeds.venues.trade_page import TradePage, parse_trade_page
 
 NAME = "binance-usdm"
 WS_BASE_URL = "wss://fstream.binance.com"
@@ -161,6 +162,7 @@ _decode_combined = msgspec.json.Decoder(Combined).decode
 _decode_raw = msgspec.json.Decoder(Payload).decode
 _decode_reply = msgspec.json.Decoder(Reply).decode
 _decode_rest_trades = msgspec.json.Decoder(list[RestAggTrade]).decode
+_decode_rest_trade = msgspec.json.Decoder(RestAggTrade).decode
 _decode_exchange_info = msgspec.json.Decoder(ExchangeInfo).decode
 
 
@@ -359,21 +361,31 @@ def agg_trades_request(query: TradeQuery, *, rest_url: str = REST_BASE_URL) -> H
 def parse_agg_trades(body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
     """Return the trades of an aggTrades response (`[{a,p,q,f,l,T,m}]`, oldest first)."""
     try:
-        rows = _decode_rest_trades(body)
-        return [
-            make_trade(
-                symbol=symbol.upper(),
-                price=checked_price(fixed(row.p)),
-                volume=checked_trade_size(fixed(row.q), "quantity"),
-                ts_event=ms_to_ns(row.T),
-                ts_recv=received_ns,
-                trade_id=str(row.a),
-                side=Side.SELL if row.m else Side.BUY,
-            )
-            for row in rows
-        ]
+        return [_rest_trade(row, symbol, received_ns) for row in _decode_rest_trades(body)]
     except DECODE_FAILURES as exc:
         raise as_parse_error(exc) from None
+
+
+def _rest_trade(row: RestAggTrade, symbol: str, received_ns: int) -> MarketData:
+    return make_trade(
+        symbol=symbol.upper(),
+        price=checked_price(fixed(row.p)),
+        volume=checked_trade_size(fixed(row.q), "quantity"),
+        ts_event=ms_to_ns(row.T),
+        ts_recv=received_ns,
+        trade_id=str(row.a),
+        side=Side.SELL if row.m else Side.BUY,
+    )
+
+
+def parse_agg_trade_page(body: bytes, symbol: str, received_ns: int) -> TradePage:
+    """`parse_agg_trades`, but a bad row is refused on its own and the rest of the page kept."""
+    return parse_trade_page(
+        body,
+        parse_all=lambda whole: parse_agg_trades(whole, symbol, received_ns),
+        parse_row=lambda raw: _rest_trade(_decode_rest_trade(raw), symbol, received_ns),
+        id_key="a",
+    )
 
 
 def exchange_info_request(*, rest_url: str = REST_BASE_URL) -> HttpRequest:
@@ -458,6 +470,9 @@ class BinanceUsdmVenue(ExchangeVenueCommon):
 
     def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
         return parse_agg_trades(body, symbol, received_ns)
+
+    def parse_trade_page(self, body: bytes, symbol: str, received_ns: int) -> TradePage:
+        return parse_agg_trade_page(body, symbol, received_ns)
 
 
 VENUE = BinanceUsdmVenue()

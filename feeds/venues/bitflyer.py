@@ -45,6 +45,7 @@ from feeds.venues.errors import (
 )
 from feeds.venues.exchange_settings import base_url
 from feeds.venues.numbers import checked_ns, iso_utc_to_ns, json_fixed
+from feeds.venues.trade_page import TradePage, parse_trade_page
 
 NAME = "bitflyer"
 WS_BASE_URL = "wss://ws.lightstream.bitflyer.com"
@@ -116,6 +117,7 @@ class Market(msgspec.Struct, frozen=True):
 
 _decode_frame = msgspec.json.Decoder(RpcFrame).decode
 _decode_executions = msgspec.json.Decoder(list[Execution]).decode
+_decode_execution = msgspec.json.Decoder(Execution).decode
 _decode_markets = msgspec.json.Decoder(list[Market]).decode
 _SIDES = {"BUY": Side.BUY, "SELL": Side.SELL, "": None}
 
@@ -252,6 +254,16 @@ def parse_executions(body: bytes, symbol: str, received_ns: int) -> list[MarketD
     return trades
 
 
+def parse_execution_page(body: bytes, symbol: str, received_ns: int) -> TradePage:
+    """`parse_executions`, but a bad row is refused on its own and the rest of the page kept."""
+    return parse_trade_page(
+        body,
+        parse_all=lambda whole: parse_executions(whole, symbol, received_ns),
+        parse_row=lambda raw: _trade(symbol, _decode_execution(raw), received_ns),
+        id_key="id",
+    )
+
+
 def markets_request(*, rest_url: str = REST_BASE_URL) -> HttpRequest:
     return HttpRequest("GET", f"{rest_url.rstrip('/')}{MARKETS_PATH}")
 
@@ -309,6 +321,9 @@ class BitflyerVenue(ExchangeVenueCommon):
 
     def parse_trades(self, body: bytes, symbol: str, received_ns: int) -> list[MarketData]:
         return parse_executions(body, symbol, received_ns)
+
+    def parse_trade_page(self, body: bytes, symbol: str, received_ns: int) -> TradePage:
+        return parse_execution_page(body, symbol, received_ns)
 
 
 VENUE = BitflyerVenue()

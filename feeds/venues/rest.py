@@ -14,6 +14,7 @@ import aiohttp
 
 from feeds.market import MarketData
 from feeds.venues.base import ExchangeVenue, HttpRequest, InstrumentMeta, TradeHistoryVenue, TradeQuery
+from feeds.venues.trade_page import TradePage, whole_page
 
 log = logging.getLogger(__name__)
 
@@ -84,3 +85,21 @@ async def fetch_trades(
     """Return one page of historical trades, oldest first, stamped `received_ns`."""
     body = await fetch(venue.trades_request(query, settings), session=session, timeout_s=timeout_s)
     return venue.parse_trades(body, query.symbol, received_ns)
+
+
+async def fetch_trade_page(
+    venue: TradeHistoryVenue,
+    query: TradeQuery,
+    settings: Mapping[str, object],
+    received_ns: int,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> TradePage:
+    """`fetch_trades`, row by row: a bad row is refused on its own (see feeds.venues.trade_page)."""
+    body = await fetch(venue.trades_request(query, settings), session=session, timeout_s=timeout_s)
+    parse_page = getattr(venue, "parse_trade_page", None)
+    if parse_page is None:  # a venue without a row-by-row parser: its page is whole or refused
+        return whole_page(venue.parse_trades(body, query.symbol, received_ns))
+    page: TradePage = parse_page(body, query.symbol, received_ns)
+    return page

@@ -141,11 +141,15 @@ class MarketDataService:
         log.warning("redis-publisher: %s (set `%s Ex` on the server to be told at once)", note, NOTIFY_SETTING)
         self.link.show_note(note)
 
-    def background(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
-        """Return the long-lived coroutines to spawn, named."""
+    def background(self, *, fetch_metadata: bool = True) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+        """Return the long-lived coroutines to spawn, named.
+
+        `fetch_metadata=False` when the process's feed metadata gate is followed instead
+        (feeds.redis_startup): the venue is then asked once, by that gate, not twice.
+        """
         work: list[tuple[str, Coroutine[Any, Any, None]]] = [("redis-publisher:heartbeat", self.heartbeat.run())]
         for feed in self.catalog.feeds.values():
-            if feed.instruments:
+            if feed.instruments and fetch_metadata:
                 work.append((f"redis-publisher:metadata:{feed.name}", self.open_gate(feed)))
         if self.fallback is not None:
             work.append(("redis-publisher:expiries", self.fallback.watch_expiries(self.redis)))

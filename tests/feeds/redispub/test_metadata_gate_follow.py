@@ -99,3 +99,49 @@ async def test_prices_of_an_instrument_reach_redis_only_while_the_feed_gate_lets
 
 async def _any(value: object) -> bool:
     return bool(value)
+
+
+async def test_the_publisher_asks_the_venue_nothing_itself_and_nothing_is_dialled_or_published_before_metadata(  # type: ignore[no-untyped-def]
+    fast,
+    redis: Redis,
+    prefix: str,
+) -> None:
+    async with FakeBinanceUsdm(make_tape(500, SYMBOLS)) as venue:
+        venue.metadata_down(True)
+        await database_sync_to_async(make_feed)(
+            "bin", SYMBOLS, venue="binance-usdm", settings={"ws_url": venue.ws_url, "rest_url": venue.rest_url}
+        )
+        feeds = FeedHubs()
+        runtime = Runtime([*feed_startup_tasks(feeds, ["bin"]), *redis_publisher_startup_tasks(feeds)])
+        task = asyncio.create_task(runtime.run())
+        try:
+
+            async def blocked_on_redis() -> Envelope | None:
+                health = await _stored(redis, _key(prefix, "BTCUSDT", "health"))
+                return health if health is not None and health.status == "BLOCKED" else None
+
+            async def gate_blocked() -> bool:
+                gate = runtime.context.health.get("metadata-gate:bin")
+                return gate is not None and gate.status.value == "BLOCKED"
+
+            assert await async_eventually(gate_blocked, timeout_s=10)
+            assert await async_eventually(blocked_on_redis, timeout_s=10)
+            # Nothing is dialled, and nothing but health is published, while metadata is unknown.
+            assert venue.stats.connections == 0
+            assert await redis.get(_key(prefix, "BTCUSDT", "metadata")) is None
+            failed_fetches = venue.stats.exchange_info_requests
+            assert failed_fetches >= 1
+
+            venue.metadata_down(False)
+            meta = await async_eventually(lambda: _stored(redis, _key(prefix, "BTCUSDT", "metadata")), timeout_s=10)
+            assert meta.data["tick_size"] == "0.1"
+            await async_eventually(lambda: _any(venue.subscribed_streams() == {"btcusdt@aggTrade", "ethusdt@aggTrade"}))
+            venue.play(2000)
+            await async_eventually(lambda: _stored(redis, _key(prefix, "BTCUSDT", "trades")), timeout_s=10)
+            # The listing was fetched by the feed gate alone: once it answered, no one asked again.
+            assert venue.stats.exchange_info_requests == failed_fetches + 1
+            gate = runtime.context.health.get("metadata-gate:bin")
+            assert gate is not None and gate.status.value == "HEALTHY"
+        finally:
+            runtime.request_stop()
+            assert await task == 0
