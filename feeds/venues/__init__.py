@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from feeds.venues import binance_usdm, bitflyer, kucoin_futures, replay, simulated, upstox
+from feeds.venues import binance_usdm, bitflyer, kucoin_futures, replay, simulated, tabdeal, upstox
 from feeds.venues.base import Venue
 
 VENUES: dict[str, Venue] = {
-    module.VENUE.name: module.VENUE for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox)
+    module.VENUE.name: module.VENUE for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox, tabdeal)
 }
 
 

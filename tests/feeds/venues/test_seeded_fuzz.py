@@ -46,6 +46,7 @@ EXPECTED_REASONS = {
     "simulated": {"json", "schema", "depth", "utf8", "number", "price", "size", "symbol"},
     "replay": {"schema", "utf8", "number", "price", "size", "symbol", "value"},
     "upstox": {"protobuf", "number", "price", "size", "symbol"},
+    "tabdeal": {"json", "schema", "depth", "utf8", "number", "price", "size", "symbol"},
 }
 
 
