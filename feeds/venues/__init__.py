@@ -6,7 +6,8 @@ from feeds.venues import binance_usdm, bitflyer, kucoin_futures, replay, simulat
 from feeds.venues.base import Venue
 
 VENUES: dict[str, Venue] = {
-    module.VENUE.name: module.VENUE for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox, tabdeal)
+    module.VENUE.name: module.VENUE
+    for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox, tabdeal)
 }
 
 

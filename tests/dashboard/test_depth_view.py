@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
@@ -56,10 +55,9 @@ def client_in(db: None) -> Client:
 
 
 @pytest.fixture
-def namespaced(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def namespaced(settings) -> None:  # type: ignore[no-untyped-def]
     # A prefix of its own, so this test's key meets nothing else on the shared Redis.
     settings.MARKET_DATA_PREFIX = f"t{uuid.uuid4().hex[:10]}"
-    yield
 
 
 @pytest.mark.django_db

@@ -24,7 +24,6 @@ the handshake), `rest_down(True)`, `rate_limit_rest(True)` (HTTP 429, code 1216)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -306,4 +305,3 @@ class FakeTabdeal:
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = str(len(payload))
         return Response(status.value, status.phrase, headers, payload)
-

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
 from channels.db import database_sync_to_async
+from django.conf import settings
 from redis.asyncio import Redis
 
 from core.health import HealthBoard
@@ -22,7 +24,7 @@ from feeds.streams.venue_limiter import VenueRateLimiter
 from feeds.venues import get_venue
 from feeds.venues.base import FeedSpec, InstrumentSpec
 from tests.fakes.tabdeal import FakeTabdeal
-from tests.feeds.redispub.conftest import make_service, prefix, redis, running  # noqa: F401  # fixtures
+from tests.feeds.redispub.conftest import make_service, running
 from tests.feeds.stream_harness import FAST_POLICY, FAST_TRANSPORT, TEST_LIMITS
 from tests.helpers import async_eventually
 
@@ -92,6 +94,23 @@ async def _from(redis: Redis, key: str, source: Source, bids: list[list[str]] | 
     if envelope is None or envelope.source != source.value:
         return None
     return envelope if bids is None or envelope.data["bids"] == bids else None
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"  # keys of this test only, on the shared Redis
+
+
+@pytest.fixture
+async def redis(prefix: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(settings.REDIS_URL)
+    try:
+        yield client
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=500)]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
 
 
 @pytest.fixture

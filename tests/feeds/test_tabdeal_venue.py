@@ -99,7 +99,10 @@ def test_data_sent_as_json_text_reads_the_same_as_an_object() -> None:
     ("frame", "reason"),
     [
         (b'{"stream":"special_margin-BTC_USDT-trade","data":{"b":[],"a":[]}}', "schema"),
-        (b'{"stream":"special_margin-BTC_USDT-depth-1000ms","data":"{\\"b\\":[[\\"0\\",\\"1\\"]],\\"a\\":[]}"}', "price"),
+        (
+            b'{"stream":"special_margin-BTC_USDT-depth-1000ms","data":"{\\"b\\":[[\\"0\\",\\"1\\"]],\\"a\\":[]}"}',
+            "price",
+        ),
         (b'{"stream":"special_margin-BTC_USDT-depth-1000ms","data":"not json"}', "json"),
         (b'{"stream":"special_margin-BTC_USDT-depth-1000ms","data":{"b":[],"a":[],"s":""}}', "symbol"),
         (b'{"stream":"special_margin-BTC_USDT-depth-1000ms","data":{"b":[],"a":[],"u":-1}}', "number"),
@@ -162,4 +165,48 @@ async def test_the_production_rest_client_reads_the_fake_venue() -> None:
         assert request is not None and dict(request.params) == {"symbol": "BTC_USDT", "limit": "1"}
         (book,) = VENUE.parse_latest("order_book", await fetch(request), "BTC_USDT", 1)
         assert isinstance(book, OrderBook)
-        assert (book.bids, book.asks, book.sequence) == (((fx("96712.4"), fx("0.015")),), ((fx("96712.5"), fx("0.8")),), 1)
+        assert (book.bids, book.asks, book.sequence) == (
+            ((fx("96712.4"), fx("0.015")),),
+            ((fx("96712.5"), fx("0.8")),),
+            1,
+        )
+
+
+@pytest.mark.django_db
+def test_feed_add_subscribes_tabdeal_instruments_to_their_order_books_and_the_admin_validates_them() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from feeds.models import Feed, Subscription
+
+    out = StringIO()
+    call_command(
+        "feed",
+        "add",
+        "tab",
+        "--venue",
+        "tabdeal",
+        "--symbols",
+        "BTC_USDT,ETH_USDT",
+        "--ws-url",
+        "ws://127.0.0.1:9",
+        stdout=out,
+    )
+    assert "feed tab: added (tabdeal, enabled)" in out.getvalue()
+    feed = Feed.objects.get(name="tab")
+    assert feed.market_type == "perpetual" and feed.settings["ws_url"] == "ws://127.0.0.1:9"
+    subscriptions = Subscription.objects.filter(instrument__feed=feed)
+    assert sorted(subscriptions.values_list("instrument__venue_symbol", "channel")) == [
+        ("BTC_USDT", "order_book"),
+        ("ETH_USDT", "order_book"),
+    ]
+    # What the admin's forms run: the channel must be one the venue serves, the settings its own.
+    instrument = subscriptions.first().instrument  # type: ignore[union-attr]
+    with pytest.raises(ValidationError) as caught:
+        Subscription(instrument=instrument, channel="trades").full_clean()
+    assert "serves order_book" in caught.value.message_dict["channel"][0]
+    feed.settings = {"interval_ms": 250}
+    with pytest.raises(ValidationError) as settings_error:
+        feed.full_clean()
+    assert "interval_ms" in str(settings_error.value)
