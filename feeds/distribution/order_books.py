@@ -93,13 +93,13 @@ def latest_order_book(instrument: Instrument) -> OrderBookRead:
     if not settings.REDIS_URL:
         return OrderBookRead(False, "order books are published to Redis, and REDIS_URL is not set", key)
     try:
-        body = _client(settings.REDIS_URL).get(key)
+        body: Any = _client(settings.REDIS_URL).get(key)
     except redis.RedisError as exc:
         return OrderBookRead(False, f"Redis unreachable: {type(exc).__name__}", key)
     if body is None:
         return OrderBookRead(False, "no fresh snapshot: nothing published within the key's TTL", key)
     try:
-        envelope = decode(body)
+        envelope = decode(body if isinstance(body, bytes) else str(body).encode())
         data = envelope.data
         bids, asks, sequence = data["bids"], data["asks"], data.get("sequence")
     except (EnvelopeError, KeyError, TypeError) as exc:

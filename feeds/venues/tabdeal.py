@@ -181,7 +181,7 @@ def _levels(
     # One pass, names bound once: a book of 20 levels a side is 80 lookups a frame.
     if len(rows) > MAX_LEVELS:
         raise ParseError("value", f"more than {MAX_LEVELS} {side} levels")
-    levels = []
+    levels: list[BookLevel] = []
     append = levels.append
     for price_text, size_text in rows:
         price, size = _fixed(price_text), _fixed(size_text)

@@ -56,5 +56,6 @@ def test_the_published_figures_stand_where_the_venue_publishes_them() -> None:
         "kucoin-futures": "perpetual",
         "replay": "spot",
         "simulated": "simulated",
+        "tabdeal": "perpetual",
         "upstox": "spot",
     }
