@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import order_books, views
 
 app_name = "api"
 
@@ -37,6 +37,7 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
 urlpatterns = _token_friendly(
     [
         path("schema/", SpectacularAPIView.as_view(), name="schema"),
+        path("order-books/<int:pk>/", order_books.OrderBookView.as_view(), name="order-book"),
         *router.urls,
     ]
 )

@@ -210,14 +210,32 @@ def naive_dzengi(frame: bytes) -> list[dict[str, Any]]:
     ]
 
 
+def naive_tabdeal(frame: bytes) -> list[dict[str, Any]]:
+    message = json.loads(frame, parse_float=Decimal, parse_int=Decimal)
+    if "stream" not in message:
+        return []
+    data = message["data"]
+    if isinstance(data, str):  # the venue may send the payload as JSON text
+        data = json.loads(data, parse_float=Decimal, parse_int=Decimal)
+    return [
+        {
+            "symbol": message["stream"].split("-")[1],
+            "bids": [(Decimal(price), Decimal(size)) for price, size in data["b"]],
+            "asks": [(Decimal(price), Decimal(size)) for price, size in data["a"]],
+            "ts": int(data["E"]) * _NS_PER_MS,
+        }
+    ]
+
+
 NAIVE: dict[str, Callable[[bytes], list[dict[str, Any]]]] = {
     "binance-usdm": naive_binance,
     "bitflyer": naive_bitflyer,
     "kucoin-futures": naive_kucoin,
     "upstox": naive_upstox,
     "dzengi": naive_dzengi,
+    "tabdeal": naive_tabdeal,
 }
-JSON_VENUES = ("binance-usdm", "bitflyer", "kucoin-futures", "dzengi")
+JSON_VENUES = ("binance-usdm", "bitflyer", "kucoin-futures", "dzengi", "tabdeal")
 
 
 def data_frames(venue: str) -> list[bytes]:

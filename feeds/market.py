@@ -169,9 +169,32 @@ class BookTicker:
     kind: ClassVar[str] = "book_ticker"
 
 
+# One price level of a book: (price, size), both fixed point.
+BookLevel: TypeAlias = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderBook:
+    """A snapshot of the top of a book: every level as the venue sent it, best first.
+
+    A snapshot replaces the previous one whole (no deltas to apply), so a reader needs
+    only the newest. `ts_event` is the venue's time for it, or our receive time when the
+    venue sends none.
+    """
+
+    symbol: str  # the venue's spelling
+    bids: tuple[BookLevel, ...]  # (price, size), highest price first
+    asks: tuple[BookLevel, ...]  # (price, size), lowest price first
+    ts_event: int
+    ts_recv: int
+    sequence: int | None = None  # the venue's book update id, when it sends one
+
+    kind: ClassVar[str] = "order_book"
+
+
 # Every event a venue adapter can produce. Consumers that only want trades filter with
 # `isinstance(event, MarketData)`.
-MarketEvent: TypeAlias = MarketData | MarkPrice | FundingRate | Ticker | BookTicker
+MarketEvent: TypeAlias = MarketData | MarkPrice | FundingRate | Ticker | BookTicker | OrderBook
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from feeds.venues import binance_usdm, bitflyer, dzengi, kucoin_futures, replay, simulated, upstox
+from feeds.venues import binance_usdm, bitflyer, dzengi, kucoin_futures, replay, simulated, tabdeal, upstox
 from feeds.venues.base import Venue
 
 VENUES: dict[str, Venue] = {
     module.VENUE.name: module.VENUE
-    for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox, dzengi)
+    for module in (simulated, replay, binance_usdm, bitflyer, kucoin_futures, upstox, dzengi, tabdeal)
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.fixed_point import fixed_to_str
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, OrderBook, Ticker
 
 
 def _text(value: int | None) -> str | None:
@@ -71,6 +71,18 @@ def event_record(venue: str, event: MarketEvent) -> dict[str, Any]:
             bid_size=fixed_to_str(event.bid_size),
             ask_price=fixed_to_str(event.ask_price),
             ask_size=fixed_to_str(event.ask_size),
+            sequence=event.sequence,
+        )
+    elif isinstance(event, OrderBook):
+        # `price`/`quantity` of a book are its best bid, as for a book ticker (None: no bids).
+        best_bid = event.bids[0] if event.bids else None
+        record.update(
+            price=None if best_bid is None else fixed_to_str(best_bid[0]),
+            quantity=None if best_bid is None else fixed_to_str(best_bid[1]),
+            side=None,
+            trade_id=None,
+            bids=[[fixed_to_str(price), fixed_to_str(size)] for price, size in event.bids],
+            asks=[[fixed_to_str(price), fixed_to_str(size)] for price, size in event.asks],
             sequence=event.sequence,
         )
     else:  # pragma: no cover - MarketEvent is closed; a new kind must be added here

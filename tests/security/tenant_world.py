@@ -128,6 +128,7 @@ def build_world() -> World:
     site_rows = _site_wide_rows()
     world.ids = {
         **site_rows,
+        "orderbook_instrument": _order_book_instrument(),
         "account": account.pk,
         "tradesetting": owner.setting.pk,
         "order": Order.objects.filter(account=account).values_list("pk", flat=True).first(),
@@ -163,6 +164,20 @@ def build_world() -> World:
     missing = [name for name, value in world.ids.items() if value is None]
     assert not missing, f"the world lacks rows for {missing}"
     return world
+
+
+def _order_book_instrument() -> int:
+    """An instrument streaming its order book (the depth view and its API route)."""
+    from decimal import Decimal
+
+    from feeds.models import Feed, Instrument, MarketType
+
+    feed = Feed.objects.create(name="tab", venue="tabdeal", market_type=MarketType.PERPETUAL)
+    instrument = Instrument.objects.create(
+        feed=feed, symbol="BTC_USDT", venue_symbol="BTC_USDT", tick_size=Decimal("0.1"), lot_size=Decimal("0.001")
+    )
+    Subscription.objects.create(instrument=instrument, channel="order_book")
+    return instrument.pk
 
 
 def _site_wide_rows() -> dict[str, int]:

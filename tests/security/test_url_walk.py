@@ -37,6 +37,8 @@ def route(pattern: str, url: str, statuses: Statuses) -> None:
 LOGIN = 302  # LoginRequiredMiddleware sends the anonymous to the login page
 route("", "/", (LOGIN, 200, 200, 200))
 route("dashboard/panels/<slug:name>/", "/dashboard/panels/trading/", (LOGIN, 200, 200, 200))
+route("markets/depth/", "/markets/depth/", (LOGIN, 200, 200, 200))
+route("markets/<int:pk>/depth/", "/markets/{orderbook_instrument}/depth/", (LOGIN, 200, 200, 200))
 # Controls are POST-only: a GET is refused whoever asks.
 route("controls/strategies/<int:pk>/", "/controls/strategies/{strategy}/", (LOGIN, 405, 405, 405))
 route("controls/trade-settings/<int:pk>/", "/controls/trade-settings/{tradesetting}/", (LOGIN, 405, 405, 405))
@@ -65,6 +67,7 @@ route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400
 
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
+route("api/order-books/<int:pk>/", "/api/order-books/{orderbook_instrument}/", (401, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
 route("api/<drf_format_suffix:format>", "/api/.json", (401, 200, 200, 200))
 _API = {

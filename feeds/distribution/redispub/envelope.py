@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from core.fixed_point import fixed_to_str
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, OrderBook, Ticker
 
 SCHEMA_VERSION = 1
 
@@ -88,6 +88,7 @@ CHANNEL_OF_KIND: dict[str, str] = {
     FundingRate.kind: "funding",
     Ticker.kind: "ticker",
     BookTicker.kind: "book_ticker",
+    OrderBook.kind: "order_book",
 }
 
 
@@ -130,6 +131,11 @@ def event_data(event: MarketEvent) -> dict[str, Any]:
         data["bid_size"] = fixed_to_str(event.bid_size)
         data["ask_price"] = fixed_to_str(event.ask_price)
         data["ask_size"] = fixed_to_str(event.ask_size)
+        if event.sequence is not None:
+            data["sequence"] = event.sequence
+    elif isinstance(event, OrderBook):
+        data["bids"] = [[fixed_to_str(price), fixed_to_str(size)] for price, size in event.bids]
+        data["asks"] = [[fixed_to_str(price), fixed_to_str(size)] for price, size in event.asks]
         if event.sequence is not None:
             data["sequence"] = event.sequence
     else:  # pragma: no cover - MarketEvent is closed; a new kind must be added here

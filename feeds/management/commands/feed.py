@@ -44,7 +44,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True, metavar="{add,list,enable,disable}")
-        add = actions.add_parser("add", help="Create a feed with its instruments, subscribed to trades.")
+        add = actions.add_parser(
+            "add", help="Create a feed with its instruments, subscribed to trades (or the venue's channels without)."
+        )
         add.add_argument("name")
         add.add_argument("--venue", required=True, help=f"One of: {', '.join(sorted(VENUES))}.")
         add.add_argument("--symbols", required=True, help="Venue symbols, comma-separated (BTCUSDT,ETHUSDT).")
@@ -111,6 +113,8 @@ class Command(BaseCommand):
             market_type=market_type or MarketType(VENUES[venue].default_market_type),
         )
         tick, lot = _decimal(tick_size), _decimal(lot_size)
+        # A venue without trades (Tabdeal: order books only) is subscribed to what it serves.
+        channels = ["trades"] if "trades" in VENUES[venue].channels else sorted(VENUES[venue].channels)
         try:
             feed.full_clean()
             with transaction.atomic():
@@ -126,7 +130,8 @@ class Command(BaseCommand):
                     )
                     instrument.full_clean()
                     instrument.save()
-                    Subscription.objects.create(instrument=instrument, channel="trades")
+                    for channel in channels:
+                        Subscription.objects.create(instrument=instrument, channel=channel)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         state = "disabled" if disabled else "enabled"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import feeds.market as market
-from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, Ticker
+from feeds.market import BookTicker, FundingRate, MarketData, MarketEvent, MarkPrice, OrderBook, Ticker
 
 # 2000-01-01 .. 2100-01-01 in ns: a venue time outside is a unit mistake (s vs ms vs ns).
 _MIN_TS = 946_684_800 * 10**9
@@ -28,7 +28,7 @@ def _optional(value: object, name: str, *, minimum: int, bound: int = MAX_FIXED)
 
 def check_event(event: MarketEvent) -> None:
     """Raise AssertionError when `event` breaks an invariant."""
-    assert isinstance(event, (MarketData, MarkPrice, FundingRate, Ticker, BookTicker)), type(event)
+    assert isinstance(event, (MarketData, MarkPrice, FundingRate, Ticker, BookTicker, OrderBook)), type(event)
     assert type(event.symbol) is str and event.symbol, "empty symbol"
     _int(event.ts_event, "ts_event", bound=MAX_INT)
     _int(event.ts_recv, "ts_recv", bound=MAX_INT)
@@ -55,6 +55,16 @@ def check_event(event: MarketEvent) -> None:
         assert event.last_price > 0
         for name in ("best_bid", "best_ask", "volume_24h"):
             _optional(getattr(event, name), name, minimum=0)
+    elif isinstance(event, OrderBook):
+        for level in (*event.bids, *event.asks):
+            assert type(level) is tuple and len(level) == 2, level
+            _int(level[0], "level price")
+            assert level[0] > 0, "level price must be positive"
+            _int(level[1], "level size")
+            assert level[1] >= 0, "level size must not be negative"
+        assert event.sequence is None or (type(event.sequence) is int and 0 <= event.sequence <= MAX_INT), (
+            event.sequence
+        )
     else:
         for value in (event.bid_price, event.ask_price):
             _int(value, "quote price")
@@ -71,7 +81,7 @@ def check_sequence(events: list[MarketEvent]) -> None:
     """Raise AssertionError when a per-symbol sequence (book update id) goes backwards."""
     last: dict[str, int] = {}
     for event in events:
-        if isinstance(event, BookTicker) and event.sequence is not None:
+        if isinstance(event, (BookTicker, OrderBook)) and event.sequence is not None:
             previous = last.get(event.symbol)
             assert previous is None or event.sequence >= previous, f"{event.symbol} sequence went backwards"
             last[event.symbol] = event.sequence

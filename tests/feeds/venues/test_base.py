@@ -7,7 +7,7 @@ import pytest
 from feeds.venues import VENUES
 from feeds.venues.base import PublishedLimits, StatelessStream
 
-EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "upstox", "dzengi"]
+EXCHANGES = ["binance-usdm", "bitflyer", "kucoin-futures", "tabdeal", "upstox", "dzengi"]
 
 
 @pytest.mark.parametrize("name", sorted(VENUES))
@@ -27,7 +27,8 @@ def test_stateless_stream_passes_events_through() -> None:
 @pytest.mark.parametrize("name", sorted(VENUES))
 def test_every_venue_names_its_channels_and_cleans_its_defaults(name: str) -> None:
     venue = VENUES[name]
-    assert venue.name == name and "trades" in venue.channels
+    # Every venue streams trades except Tabdeal, whose public futures data is the order book.
+    assert venue.name == name and ("trades" in venue.channels or venue.channels == {"order_book"})
     if name == "replay":
         assert venue.clean_settings({"path": "ticks.csv"})["path"] == "ticks.csv"
     else:
@@ -55,6 +56,7 @@ def test_the_published_figures_stand_where_the_venue_publishes_them() -> None:
         "kucoin-futures": "perpetual",
         "replay": "spot",
         "simulated": "simulated",
+        "tabdeal": "perpetual",
         "upstox": "spot",
         "dzengi": "spot",
     }

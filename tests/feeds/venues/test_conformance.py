@@ -38,7 +38,8 @@ def test_parse_of_recorded_frames_equals_the_golden_file(venue: str) -> None:
 def test_recordings_cover_trades_and_rejects(venue: str) -> None:
     rows = golden.read_expected(venue)
     kinds = {event["kind"] for row in rows for event in row.get("events", [])}
-    assert "trade" in kinds
+    # A venue that streams no trades (Tabdeal: order books only) records its own kinds.
+    assert "trade" in kinds if "trades" in VENUES[venue].channels else kinds
     assert any("error" in row for row in rows), "record at least one malformed frame"
 
 

@@ -35,7 +35,7 @@ def test_every_recorded_event_comes_out_with_the_required_fields(venue: str) -> 
     for record in records:
         assert set(record) >= REQUIRED
         assert record["venue"] == venue
-        assert record["kind"] in {"trade", "mark_price", "funding_rate", "ticker", "book_ticker"}
+        assert record["kind"] in {"trade", "mark_price", "funding_rate", "ticker", "book_ticker", "order_book"}
         assert record["side"] in {"buy", "sell", None}
         assert isinstance(record["exchange_time_ms"], int)
         for key in ("price", "quantity"):

@@ -47,6 +47,7 @@ EXPECTED_REASONS = {
     "replay": {"schema", "utf8", "number", "price", "size", "symbol", "value"},
     "upstox": {"protobuf", "number", "price", "size", "symbol"},
     "dzengi": {"json", "schema", "depth", "utf8", "number", "price", "size", "symbol"},
+    "tabdeal": {"json", "schema", "depth", "utf8", "number", "price", "size", "symbol"},
 }
 
 
