@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import manual, views
 
 app_name = "api"
 
@@ -37,6 +37,10 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
 urlpatterns = _token_friendly(
     [
         path("schema/", SpectacularAPIView.as_view(), name="schema"),
+        path("manual/positions/<int:pk>/close/", manual.PositionCloseView.as_view(), name="manual-position-close"),
+        path("manual/orders/<int:pk>/cancel/", manual.OrderCancelView.as_view(), name="manual-order-cancel"),
+        path("manual/accounts/<int:pk>/flatten/", manual.AccountFlattenView.as_view(), name="manual-account-flatten"),
+        path("manual/entries/", manual.ManualEntryView.as_view(), name="manual-entry"),
         *router.urls,
     ]
 )

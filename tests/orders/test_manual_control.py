@@ -84,11 +84,14 @@ async def test_flatten_closes_every_position_and_cancels_a_working_entry(
     owner = await database_sync_to_async(lambda: setup.account.owner)()
 
     results = await manual.account_flatten(user=owner, account_id=setup.account.pk, desk=desk)
-    assert sorted(r.outcome for r in results) == ["CANCELED", "placed"] or sorted(
-        r.outcome for r in results
-    ) == ["no_position", "placed"]
+    assert sorted(r.outcome for r in results) == ["CANCELED", "placed"] or sorted(r.outcome for r in results) == [
+        "no_position",
+        "placed",
+    ]
     await matcher.consume(FeedData("sim", (tick("100", "50"),)))
-    assert not await database_sync_to_async(Position.objects.filter(account=setup.account, state="OPEN", quantity__gt=0).exists)()
+    assert not await database_sync_to_async(
+        Position.objects.filter(account=setup.account, state="OPEN", quantity__gt=0).exists
+    )()
     working = await database_sync_to_async(
         lambda: list(Order.objects.filter(account=setup.account).exclude(status__in=["FILLED", "CANCELED"]))
     )()
@@ -129,8 +132,8 @@ async def test_a_manual_entry_is_sized_from_the_setting_or_the_given_quantity(
             quantity=None,
             desk=desk,
         )
-    from feeds.models import Tick
     from feeds.market import parse_fixed
+    from feeds.models import Tick
 
     await database_sync_to_async(Tick.objects.create)(
         instrument=setup.instrument, ts_event=1, ts_recv=1, price=parse_fixed("100"), volume=parse_fixed("1")
