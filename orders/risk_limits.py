@@ -144,31 +144,36 @@ class ExitLevels:
         return self.stop_loss is not None or self.take_profit is not None or self.trailing_stop is not None
 
 
-def _level(price: int, fraction: Decimal, *, up: bool) -> int:
-    """`price` moved by `fraction` up or down, exact to the fixed-point unit (rounded toward the entry)."""
-    factor = (1 + fraction) if up else (1 - fraction)
-    return int((Decimal(price) * factor).to_integral_value(rounding="ROUND_FLOOR" if up else "ROUND_CEILING"))
+# Levels are compared in integers: percent has 4 decimal places, so a fraction is n / 10^6.
+_FRACTION_DENOMINATOR = 1_000_000
+
+
+def _parts(fraction: Decimal) -> int:
+    return int(fraction * _FRACTION_DENOMINATOR)
+
+
+def _at_or_beyond(price: int, reference: int, fraction: Decimal, *, up: bool) -> bool:
+    """Exactly: price >= reference * (1 + fraction) when `up`, else price <= reference * (1 - fraction)."""
+    n = _parts(fraction)
+    if up:
+        return price * _FRACTION_DENOMINATOR >= reference * (_FRACTION_DENOMINATOR + n)
+    return price * _FRACTION_DENOMINATOR <= reference * (_FRACTION_DENOMINATOR - n)
 
 
 def exit_trigger(*, side: str, entry_price: int, best_price: int, price: int, levels: ExitLevels) -> str | None:
     """Which exit level `price` reaches for a position (stop_loss, take_profit, trailing_stop), or None.
 
-    Pure. LONG: stop below the entry, target above it, trailing stop below the best price
-    seen since entry. SHORT mirrors it. A stop that coincides with a target is a stop.
+    Pure and exact (integer comparisons). LONG: stop below the entry, target above it,
+    trailing stop below the best price seen since entry. SHORT mirrors it. A price that
+    reaches both a stop and a target is a stop.
     """
     long = side == PositionSide.LONG
-    if levels.stop_loss is not None:
-        stop = _level(entry_price, levels.stop_loss, up=not long)
-        if (price <= stop) if long else (price >= stop):
-            return "stop_loss"
-    if levels.trailing_stop is not None:
-        trail = _level(best_price, levels.trailing_stop, up=not long)
-        if (price <= trail) if long else (price >= trail):
-            return "trailing_stop"
-    if levels.take_profit is not None:
-        target = _level(entry_price, levels.take_profit, up=long)
-        if (price >= target) if long else (price <= target):
-            return "take_profit"
+    if levels.stop_loss is not None and _at_or_beyond(price, entry_price, levels.stop_loss, up=not long):
+        return "stop_loss"
+    if levels.trailing_stop is not None and _at_or_beyond(price, best_price, levels.trailing_stop, up=not long):
+        return "trailing_stop"
+    if levels.take_profit is not None and _at_or_beyond(price, entry_price, levels.take_profit, up=long):
+        return "take_profit"
     return None
 
 
