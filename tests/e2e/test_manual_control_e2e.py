@@ -9,8 +9,13 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from tests.e2e.conftest import PASSWORD, ROOT, Site, open_dashboard, screenshot
 from tests.helpers import eventually
+
+# The first browser test of a session starts the site; fills on the simulated feed come at its pace.
+pytestmark = pytest.mark.timeout(480)
 
 
 def _in_site(site: Site, call: str) -> Any:
@@ -57,7 +62,7 @@ def filled_rows(page, expected: int) -> None:  # type: ignore[no-untyped-def]
         """n => [...document.querySelectorAll('#manual-positions tbody tr[data-position]')]
              .filter(r => Number(r.querySelector('td.num').textContent) > 0).length === n""",
         arg=expected,
-        timeout=30_000,
+        timeout=90_000,
     )
 
 
@@ -73,14 +78,14 @@ def test_a_manual_entry_then_close_ends_flat_at_the_paper_broker_and_in_the_ledg
     screenshot(page, "manual-entry")
     page.locator("#manual-positions form.position-close button").first.click()
     confirm(page, "e2e: close by hand")
-    page.wait_for_selector("#manual-positions tr.empty", timeout=30_000)
+    page.wait_for_selector("#manual-positions tr.empty", timeout=90_000)
 
     def flat() -> dict[str, Any] | None:
         state = books(site, "carol")
         done = state["broker"] == [] and all(p["state"] == "CLOSED" for p in state["positions"])
         return state if done else None
 
-    state = eventually(flat, timeout_s=30, interval_s=0.5)
+    state = eventually(flat, timeout_s=90, interval_s=0.5)
     assert state["ledger_ok"] and len(state["positions"]) == 1
     assert any(o[0].startswith("manual-close-") and o[1] == "placed" for o in state["outcomes"])
     page.context.close()
@@ -94,14 +99,14 @@ def test_flatten_closes_every_position_of_the_account(site: Site, browser) -> No
     filled_rows(page, 2)
     page.locator("#manual-accounts form.account-flatten button").click()
     confirm(page, "e2e: flatten")
-    page.wait_for_selector("#manual-positions tr.empty", timeout=30_000)
+    page.wait_for_selector("#manual-positions tr.empty", timeout=90_000)
 
     def flat() -> dict[str, Any] | None:
         state = books(site, "frank")
         done = state["broker"] == [] and all(p["state"] == "CLOSED" for p in state["positions"])
         return state if done else None
 
-    state = eventually(flat, timeout_s=30, interval_s=0.5)
+    state = eventually(flat, timeout_s=90, interval_s=0.5)
     assert state["ledger_ok"] and len(state["positions"]) == 2
     assert sum(o[0].startswith("manual-flatten-") and o[1] == "placed" for o in state["outcomes"]) == 2
     screenshot(page, "manual-flatten")
@@ -121,7 +126,7 @@ def test_a_stop_loss_fires_on_live_ticks_and_closes_the_position(site: Site, bro
     state = eventually(stopped, timeout_s=90, interval_s=1)
     assert state["ledger_ok"]
     assert any(o[0].startswith("risk-stop-loss-") and o[1] == "placed" for o in state["outcomes"])
-    page.wait_for_selector("#manual-positions tr.empty", timeout=30_000)
+    page.wait_for_selector("#manual-positions tr.empty", timeout=90_000)
     page.context.close()
 
 
@@ -140,5 +145,5 @@ def test_the_daily_loss_limit_engages_the_account_kill_switch(site: Site, browse
         state = books(site, "erin")
         return state if any(o[1] == "halted" and "daily loss limit" in o[2] for o in state["outcomes"]) else None
 
-    eventually(refused, timeout_s=30, interval_s=0.5)
+    eventually(refused, timeout_s=90, interval_s=0.5)
     page.context.close()
