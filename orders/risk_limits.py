@@ -78,7 +78,11 @@ def realized_today(account_id: int, *, now: datetime | None = None) -> int:
 
 def daily_loss_reached(account_id: int, limit: int, *, now: datetime | None = None) -> str | None:
     """The reason the account's daily loss limit is reached, or None."""
-    realized = realized_today(account_id, now=now)
+    return loss_reason(realized_today(account_id, now=now), limit)
+
+
+def loss_reason(realized: int, limit: int) -> str | None:
+    """Why `realized` (fixed point, since 00:00 UTC) reaches the daily loss `limit`, or None."""
     if realized > -limit:
         return None
     return (

@@ -26,10 +26,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery, Sum
 
 from core.health import HealthBoard, Status
 from core.runtime.core import Phase, RuntimeContext, StartupTask
@@ -38,8 +39,8 @@ from orders.audit import audit_record
 from orders.db import in_db_thread
 from orders.executor import TradeExecutor
 from orders.manual import ExitOrder, ManualRefused, exit_order_for
-from orders.models import Account, Position, TradeSetting
-from orders.risk_limits import ExitLevels, average_price, better, daily_loss_reached, exit_trigger
+from orders.models import Account, LedgerEntry, Position, TradeSetting
+from orders.risk_limits import ExitLevels, average_price, better, exit_trigger, loss_reason, utc_day_start
 
 if TYPE_CHECKING:
     from feeds.distribution.fanout import FeedFanout
@@ -63,47 +64,52 @@ class Watched:
 
 def watched_positions() -> dict[tuple[str, str], list[Watched]]:
     """Open positions whose trade setting has an exit level, by (feed, venue symbol): one query."""
-    settings = TradeSetting.objects.filter(
-        Q(stop_loss_pct__isnull=False) | Q(take_profit_pct__isnull=False) | Q(trailing_stop_pct__isnull=False)
-    ).values_list("account_id", "strategy_id", "stop_loss_pct", "take_profit_pct", "trailing_stop_pct")
-    levels = {(a, s): ExitLevels.from_percent(sl, tp, ts) for a, s, sl, tp, ts in settings}
-    if not levels:
-        return {}
-    rows = Position.objects.filter(
-        state=Position.State.OPEN, quantity__gt=0, account_id__in={a for a, _ in levels}
-    ).values_list(
-        "pk",
-        "account_id",
-        "strategy_id",
-        "side",
-        "cost",
-        "quantity",
-        "instrument__feed__name",
-        "instrument__venue_symbol",
+    setting = TradeSetting.objects.filter(account_id=OuterRef("account_id"), strategy_id=OuterRef("strategy_id"))
+    rows = (
+        Position.objects.filter(state=Position.State.OPEN, quantity__gt=0)
+        .annotate(
+            sl=Subquery(setting.values("stop_loss_pct")[:1]),
+            tp=Subquery(setting.values("take_profit_pct")[:1]),
+            trail=Subquery(setting.values("trailing_stop_pct")[:1]),
+        )
+        .filter(Q(sl__isnull=False) | Q(tp__isnull=False) | Q(trail__isnull=False))
+        .values_list(
+            "pk",
+            "account_id",
+            "side",
+            "cost",
+            "quantity",
+            "instrument__feed__name",
+            "instrument__venue_symbol",
+            "sl",
+            "tp",
+            "trail",
+        )
     )
     watched: dict[tuple[str, str], list[Watched]] = {}
-    for pk, account_id, strategy_id, side, cost, quantity, feed, symbol in rows:
-        found = levels.get((account_id, strategy_id))
-        if found is None:
-            continue
+    for pk, account_id, side, cost, quantity, feed, symbol, sl, tp, trail in rows:
         price = average_price(int(cost), int(quantity))
-        watched.setdefault((feed, symbol), []).append(Watched(pk, account_id, side, price, found, price))
+        levels = ExitLevels.from_percent(sl, tp, trail)
+        watched.setdefault((feed, symbol), []).append(Watched(pk, account_id, side, price, levels, price))
     return watched
 
 
-def loss_limited_accounts() -> list[tuple[int, int]]:
-    """(account id, limit) of accounts with a daily loss limit."""
-    return [
-        (pk, fixed_from_decimal(limit))
-        for pk, limit in Account.objects.filter(daily_loss_limit__isnull=False).values_list("pk", "daily_loss_limit")
-        if limit is not None
-    ]
-
-
-def _loss_reasons() -> list[tuple[int, str]]:
+def loss_reasons(*, now: datetime | None = None) -> list[tuple[int, str]]:
+    """(account, reason) of every account whose daily loss limit is reached: two queries for all accounts."""
+    limits = dict(Account.objects.filter(daily_loss_limit__isnull=False).values_list("pk", "daily_loss_limit"))
+    if not limits:
+        return []
+    realized = dict(
+        LedgerEntry.objects.filter(account_id__in=limits, created_at__gte=utc_day_start(now))
+        .values("account_id")
+        .annotate(total=Sum("delta_realized_pnl"))
+        .values_list("account_id", "total")
+    )
     reasons = []
-    for account_id, limit in loss_limited_accounts():
-        reason = daily_loss_reached(account_id, limit)
+    for account_id, limit in sorted(limits.items()):
+        if limit is None:
+            continue
+        reason = loss_reason(int(realized.get(account_id) or 0), fixed_from_decimal(limit))
         if reason:
             reasons.append((account_id, reason))
     return reasons
@@ -117,6 +123,7 @@ class RiskWatcher:
         halt_entries: EntriesHalt | None = None,
         health: HealthBoard | None = None,
         refresh_s: float = 1.0,
+        loss_check_s: float = 5.0,
         refire_s: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -124,6 +131,8 @@ class RiskWatcher:
         self._halt_entries = halt_entries
         self._health = health
         self._refresh_s = refresh_s
+        self._loss_check_s = loss_check_s
+        self._loss_checked_at = float("-inf")
         self._refire_s = refire_s
         self._clock = clock
         self._watched: dict[tuple[str, str], list[Watched]] = {}
@@ -157,8 +166,10 @@ class RiskWatcher:
         self._best = {pk: best for pk, best in self._best.items() if pk in alive}
         self._fired = {pk: at for pk, at in self._fired.items() if pk in alive}
         self._watched = watched
-        if self._halt_entries is not None:
-            for account_id, reason in await database_sync_to_async(_loss_reasons)():
+        now = self._clock()
+        if self._halt_entries is not None and now - self._loss_checked_at >= self._loss_check_s:
+            self._loss_checked_at = now
+            for account_id, reason in await database_sync_to_async(loss_reasons)():
                 if (account_id, reason) not in self._halted:
                     await database_sync_to_async(self._halt_entries)(account_id, reason)
                     await database_sync_to_async(audit_record)(

@@ -145,7 +145,7 @@ async def test_the_daily_loss_limit_engages_the_kill_switch_and_refuses_entries(
     await matcher.consume(FeedData("sim", (tick("90", "50"),)))
 
     assert await executor.handle(make_signal(setup.strategy, SignalKind.ENTRY_LONG, "90")) == ["halted"]
-    watcher = RiskWatcher(executor=executor, halt_entries=entries_halt_by_risk_limit, refresh_s=0.0)
+    watcher = RiskWatcher(executor=executor, halt_entries=entries_halt_by_risk_limit, refresh_s=0.0, loss_check_s=0.0)
     await watcher.consume(FeedData("sim", (tick("90", "1"),)))
     switch = await database_sync_to_async(KillSwitch.objects.get)(account=setup.account)
     assert switch.engaged and switch.reason.startswith("daily loss limit: realized -10.")
