@@ -147,7 +147,12 @@ class RiskWatcher:
         now = self._clock()
         if now - self._refreshed_at >= self._refresh_s:
             self._refreshed_at = now
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception as exc:  # a failed read must not stop the runtime: keep the last set, retry next time
+                log.warning("orders risk-watch: refresh failed: %r", exc, exc_info=True)
+                if self._health is not None:
+                    self._health.set(COMPONENT, Status.DEGRADED, f"refresh failed, watching the last set: {exc!r}")
         if not self._watched:
             return
         for event in batch.events:

@@ -155,3 +155,20 @@ async def test_the_daily_loss_limit_engages_the_kill_switch_and_refuses_entries(
     await watcher.consume(FeedData("sim", (tick("90", "1"),)))
     assert await database_sync_to_async(ControlAudit.objects.filter(account=setup.account).count)() == 1
     limits_forget()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_failed_refresh_degrades_the_watcher_and_does_not_stop_it(
+    executor: TradeExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import orders.risk_watch as risk_watch
+    from core.health import HealthBoard, Status
+
+    def broken() -> dict:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(risk_watch, "watched_positions", broken)
+    health = HealthBoard()
+    watcher = RiskWatcher(executor=executor, health=health, refresh_s=0.0)
+    await watcher.consume(FeedData("sim", (tick("100", "1"),)))  # no exception
+    assert health.get(risk_watch.COMPONENT).status is Status.DEGRADED
