@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import order_books, views
+from api import manual, order_books, views
 
 app_name = "api"
 
@@ -38,6 +38,10 @@ urlpatterns = _token_friendly(
     [
         path("schema/", SpectacularAPIView.as_view(), name="schema"),
         path("order-books/<int:pk>/", order_books.OrderBookView.as_view(), name="order-book"),
+        path("manual/positions/<int:pk>/close/", manual.PositionCloseView.as_view(), name="manual-position-close"),
+        path("manual/orders/<int:pk>/cancel/", manual.OrderCancelView.as_view(), name="manual-order-cancel"),
+        path("manual/accounts/<int:pk>/flatten/", manual.AccountFlattenView.as_view(), name="manual-account-flatten"),
+        path("manual/entries/", manual.ManualEntryView.as_view(), name="manual-entry"),
         *router.urls,
     ]
 )

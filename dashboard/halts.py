@@ -18,10 +18,20 @@ from dashboard.services import _push_controls_on_commit
 from orders.models import Account
 
 SYSTEM_ACTOR = "reconciliation"
+RISK_ACTOR = "risk-limits"
 
 
 def entries_halt_by_reconciliation(account_id: int, reason: str) -> bool:
     """Engage the account's kill switch with `reason`; return whether anything changed."""
+    return _entries_halt(account_id, reason, actor_name=SYSTEM_ACTOR)
+
+
+def entries_halt_by_risk_limit(account_id: int, reason: str) -> bool:
+    """Engage the account's kill switch for a risk limit (the daily loss), audited as `risk-limits`."""
+    return _entries_halt(account_id, reason, actor_name=RISK_ACTOR)
+
+
+def _entries_halt(account_id: int, reason: str, *, actor_name: str) -> bool:
     text = reason[:300]
     with transaction.atomic():
         account = Account.objects.get(pk=account_id)
@@ -39,7 +49,7 @@ def entries_halt_by_reconciliation(account_id: int, reason: str) -> bool:
         CONTROL_CHANGES.labels(ControlAction.KILL_SWITCH_ENGAGE.value).inc()
         ControlAudit.objects.create(
             actor=None,
-            actor_name=SYSTEM_ACTOR,
+            actor_name=actor_name,
             action=ControlAction.KILL_SWITCH_ENGAGE,
             target=f"kill switch of account {account.name}",
             account_id=account_id,

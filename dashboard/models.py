@@ -49,6 +49,10 @@ class ControlAction(models.TextChoices):
     INTENT_RELEASE = "intent.release", "Unresolved order released (the broker never had it)"
     INTENT_KEEP_WAITING = "intent.keep_waiting", "Kept waiting on an unresolved order"
     OWNER_CHANGE = "owner.change", "Owner changed"
+    POSITION_CLOSE = "position.close", "Position closed by hand"
+    ORDER_CANCEL = "order.cancel", "Order cancelled by hand"
+    ACCOUNT_FLATTEN = "account.flatten", "Account flattened by hand"
+    MANUAL_ENTRY = "entry.manual", "Entry made by hand"
 
 
 class ControlAudit(models.Model):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import depth, unresolved, views
+from dashboard import depth, manual_views, unresolved, views
 
 urlpatterns = [
     path("", views.dashboard_page, name="dashboard"),
@@ -12,4 +12,8 @@ urlpatterns = [
     path("controls/kill-switch/<str:scope>/", views.kill_switch_toggle, name="control-kill-switch"),
     path("controls/intents/<str:client_order_id>/release/", unresolved.intent_release, name="control-intent-release"),
     path("controls/intents/<str:client_order_id>/wait/", unresolved.intent_keep_waiting, name="control-intent-wait"),
+    path("controls/positions/<int:pk>/close/", manual_views.position_close, name="control-position-close"),
+    path("controls/orders/<int:pk>/cancel/", manual_views.order_cancel, name="control-order-cancel"),
+    path("controls/accounts/<int:pk>/flatten/", manual_views.account_flatten, name="control-account-flatten"),
+    path("controls/entries/", manual_views.entry, name="control-manual-entry"),
 ]

@@ -306,6 +306,16 @@ class TradeExecutor:
         solo_outcomes = dict(zip(flows, await asyncio.gather(*flows.values())))
         return [group_outcomes[id(plan)] if id(plan) in group_outcomes else solo_outcomes[id(plan)] for plan in plans]
 
+    # ---- one account's signal (manual control, risk exits) --------------------------
+
+    async def handle_plan(self, signal: Signal, plan: TradePlan) -> str:
+        """Execute `signal` on the one account of `plan` only; return its outcome.
+
+        The same flow as a strategy's signal (lease, ledger, broker, lifecycle, recorded
+        outcome), queued behind that account's earlier signals of the strategy and symbol.
+        """
+        return await self._chain(signal, plan)
+
     def _group_chain(self, signal: Signal, plans: list[TradePlan]) -> asyncio.Task[list[str]]:
         """Run the group's entry as the tail of each of its accounts: their next signals queue behind it."""
         task = asyncio.ensure_future(self._entry_group_guarded(signal, plans))

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 # A feed batch is routed in slices of at most this many ticks, yielding between
 # slices, so one large batch (a gap recovery) cannot fill a 1024-tick mailbox by itself.
 MAX_SLICE_TICKS = 256
+# How often a stopping route asks the ledger whether its positions still exist.
+STOPPING_LEDGER_CHECK_S = 5.0
 
 # The name each route state is counted under (route_state_counts).
 ROUTE_STATE_NAMES: dict[type, str] = {Active: "active", Stopping: "stopping", Degraded: "degraded"}
@@ -377,10 +379,46 @@ class Processor:
             self.request_degrade(key, route_instance_id, f"signal sink failed: {exc!r}")
 
     async def _stopping_watcher(self, key: RouteKey, route_instance_id: int, executor: StrategyExecutor) -> None:
-        await executor.wait_flat()
+        """Tear the stopping route down once its executions are flat, or the ledger is.
+
+        The strategy's own exit is one way out; the other is the position closing without
+        it (closed by hand, by a stop-loss, at the broker): the execution then believes
+        in a position nobody holds, and would keep the route (and the processor's
+        DEGRADED) until its crossover happened to want an exit.
+        """
+        flat = asyncio.ensure_future(executor.wait_flat())
+        ledger_flat = False
+        try:
+            while not flat.done():
+                done, _ = await asyncio.wait({flat}, timeout=STOPPING_LEDGER_CHECK_S)
+                if not done and await self._ledger_flat(executor):
+                    ledger_flat = True
+                    break
+        finally:
+            flat.cancel()
         # Double-check: the wait may end on a cancel or a transient flat moment.
-        if not executor.has_open_positions():
+        if ledger_flat or not executor.has_open_positions():
+            if ledger_flat:
+                log.info(
+                    "processor %s: the ledger holds none of its positions; stopping route removed", executor.spec.name
+                )
             self._commands.put_nowait(TeardownStrategy(key, route_instance_id))
+
+    async def _ledger_flat(self, executor: StrategyExecutor) -> bool:
+        """True when no account holds the position the stopping executions still believe in."""
+        if self._held_position is nothing_held:
+            return False  # no ledger here (backtests): only the strategy's own exit ends it
+        for feed, symbol in sorted(executor.current_instrument_ids()):
+            execution = executor.execution((feed, symbol))
+            if execution is None or not execution.has_open_position:
+                continue
+            try:
+                if await self._held_position(executor.spec.strategy_id, feed, symbol) != Position.FLAT:
+                    return False
+            except Exception:  # a failed lookup proves nothing: keep waiting
+                log.warning("processor: held-position lookup failed for a stopping route", exc_info=True)
+                return False
+        return True
 
     def _degrade_route(self, current: RoutingSnapshot, command: Degrade) -> RoutingSnapshot:
         self._pending_degradation.discard(command.route_instance_id)

@@ -67,7 +67,12 @@ def _route_readiness(core_jobs: Mapping[str, bool], routes: Iterable[StrategyRou
     if lost:
         return Readiness(False, ProcessorHealth.BLOCKED, f"degraded with open positions: {', '.join(lost)}")
     degraded = sorted(f"{r.spec.name} ({r.state.cause})" for r in routes if isinstance(r.state, Degraded))
-    stopping = sorted(r.spec.name for r in routes if isinstance(r.state, Stopping))
+    stopping = sorted(
+        f"{r.spec.name} (keeps {', '.join(sorted(symbol for _, symbol in r.state.retained)) or 'its positions'} "
+        "until its own exit or until the position is closed, e.g. by hand in Manual control)"
+        for r in routes
+        if isinstance(r.state, Stopping)
+    )
     reasons = []
     if degraded:
         reasons.append(f"degraded: {', '.join(degraded)}")

@@ -61,7 +61,12 @@ def demo_load(*, password: str | None = None) -> DemoResult:
 
     ema, _ = Strategy.objects.get_or_create(
         name="ema-cross",
-        defaults={"kind": "ema", "params": {"timeframe_s": 5, "fast": 5, "slow": 20, "long_only": False}},
+        # One-minute buckets decided at bucket close: the live price wobbling inside a
+        # bucket no longer flips the position (and pays two fees) several times a minute.
+        defaults={
+            "kind": "ema",
+            "params": {"timeframe_s": 60, "fast": 5, "slow": 20, "long_only": False, "bucket_close_only": True},
+        },
     )
     ema.instruments.add(instruments["BTC-USD"], instruments["ETH-USD"])
     breakout, _ = Strategy.objects.get_or_create(
@@ -84,10 +89,25 @@ def demo_load(*, password: str | None = None) -> DemoResult:
         user.save(update_fields=["password"])
 
     account, _ = Account.objects.get_or_create(
-        owner=user, name="Paper", defaults={"broker": PAPER, "allocated_capital": Decimal("100000")}
+        owner=user,
+        name="Paper",
+        defaults={
+            "broker": PAPER,
+            "allocated_capital": Decimal("100000"),
+            "max_open_positions": 5,
+            "daily_loss_limit": Decimal("1000"),
+        },
     )
-    for strategy, quantity in ((ema, "0.01"), (breakout, "1")):
+    # Exit levels in percent of the entry price, watched on every tick (orders.risk_watch).
+    for strategy, quantity, stop_loss, take_profit in ((ema, "0.01", "1", "2"), (breakout, "1", "2", None)):
         TradeSetting.objects.get_or_create(
-            strategy=strategy, account=account, defaults={"quantity": Decimal(quantity), "mode": TradeMode.PAPER}
+            strategy=strategy,
+            account=account,
+            defaults={
+                "quantity": Decimal(quantity),
+                "mode": TradeMode.PAPER,
+                "stop_loss_pct": Decimal(stop_loss),
+                "take_profit_pct": Decimal(take_profit) if take_profit else None,
+            },
         )
     return DemoResult(username=user.get_username(), password=password, created_user=created)

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from core.fixed_point_field import stored_exactly
@@ -30,6 +30,21 @@ class Account(models.Model):
         max_digits=30, decimal_places=12, validators=[MinValueValidator(Decimal(0)), stored_exactly]
     )
     currency = models.CharField(max_length=10, default="USD")
+    # Risk limits (orders.risk_limits): empty = no limit.
+    max_open_positions = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Entries are refused while this many positions (or entries) are open on the account.",
+    )
+    daily_loss_limit = models.DecimalField(
+        max_digits=30,
+        decimal_places=12,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.000000000001")), stored_exactly],
+        help_text="Realized loss since 00:00 UTC (fees included) that engages the account's kill switch.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -75,6 +90,31 @@ class TradeSetting(models.Model):
         help_text="What an entry does when the strategy reverses (exit then opposite entry on one tick).",
     )
     enabled = models.BooleanField(default=True)
+    # Exit levels in percent of the entry price, watched on ticks (orders.risk_watch): empty = none.
+    stop_loss_pct = models.DecimalField(
+        max_digits=7,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(Decimal("99.9999"))],
+        help_text="Close when the price moves this many percent against the entry.",
+    )
+    take_profit_pct = models.DecimalField(
+        max_digits=7,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(Decimal("999.9999"))],
+        help_text="Close when the price moves this many percent in favour of the entry.",
+    )
+    trailing_stop_pct = models.DecimalField(
+        max_digits=7,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(Decimal("99.9999"))],
+        help_text="Close when the price falls back this many percent from its best since the entry.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

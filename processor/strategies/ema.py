@@ -7,6 +7,8 @@ alpha * price + (1 - alpha) * EMA of the previous closed bucket, and an entry ca
 happen before the bucket rolls over. No signal until `slow` buckets have closed.
 Desired position: LONG when fast > slow, SHORT when fast < slow (FLAT when
 long_only), unchanged when equal; a change exits the old position first.
+With `bucket_close_only` the decision is taken only on the first tick after a bucket
+closes, from the EMAs of the closed buckets, so it changes at most once per bucket.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class EmaParams(forms.Form):
     fast = forms.IntegerField(min_value=1, max_value=10_000)
     slow = forms.IntegerField(min_value=2, max_value=10_000)
     long_only = forms.BooleanField(required=False)
+    # Decide only when a bucket closes (on the first tick after it), from the closed
+    # buckets' EMAs: no entry and exit inside one bucket as the live price wobbles.
+    bucket_close_only = forms.BooleanField(required=False)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -58,6 +63,7 @@ class EmaCrossover(StrategyLogic):
         self.fast_n = int(params["fast"])
         self.slow_n = int(params["slow"])
         self.long_only = bool(params.get("long_only", False))
+        self.bucket_close_only = bool(params.get("bucket_close_only", False))
         self.alpha_fast = 2 / (self.fast_n + 1)
         self.alpha_slow = 2 / (self.slow_n + 1)
         self.bucket_start_ns = 0
@@ -90,6 +96,7 @@ class EmaCrossover(StrategyLogic):
         position = int(self.position)
         warm_after = self.slow_n
         short = 0 if self.long_only else -1
+        on_close = self.bucket_close_only
         append = rows.append
         skipped = 0
         for tick in ticks:
@@ -98,8 +105,10 @@ class EmaCrossover(StrategyLogic):
                 skipped += 1
                 continue
             last_ts = ts
+            rolled = False
             if ts >= end:
                 if close is not None:  # the previous bucket closes at its last price
+                    rolled = True
                     if closed:
                         cf = af * close + bf * cf
                         cs = as_ * close + bs * cs
@@ -117,6 +126,10 @@ class EmaCrossover(StrategyLogic):
                 fast = slow = p
             append((start, ts, fast, slow))
             if closed >= warm_after and trading:
+                if on_close:
+                    if not rolled:
+                        continue
+                    fast, slow = cf, cs  # the decision is the closed buckets', not this tick's
                 if fast > slow:
                     wanted = 1
                 elif fast < slow:

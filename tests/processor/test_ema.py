@@ -96,3 +96,28 @@ def test_a_tick_older_than_the_previous_one_is_skipped_and_counted():
     rows, _ = run(ema, [tick("X", 5, 100), tick("X", 4, 200), tick("X", 6, 101)])
     assert [row[1] for row in rows] == [5_000_000_000, 6_000_000_000]
     assert ema.skipped_out_of_order == 1
+
+
+def _whipsaw() -> list:
+    """Three flat buckets, then a bucket whose ticks swing above and below the EMAs four times."""
+    warm = [tick("X", 1, 100), tick("X", 11, 100), tick("X", 21, 100)]
+    swings = [tick("X", 31 + n, 104 if n % 2 == 0 else 96) for n in range(8)]
+    return warm + swings + [tick("X", 41, 100), tick("X", 51, 100)]
+
+
+def test_intra_bucket_swings_whipsaw_without_bucket_close_only():
+    _, signals = run(EmaCrossover(PARAMS), _whipsaw())
+    assert len(signals) > 8  # an entry and a reversal on almost every tick of one bucket
+
+
+def test_bucket_close_only_decides_once_per_closed_bucket_from_the_closed_emas():
+    ema = EmaCrossover({**PARAMS, "bucket_close_only": True})
+    ticks = _whipsaw()
+    rows, signals = run(ema, ticks)
+    # Bucket 3 closed at 96 (its last tick): fast < slow, a short entry on the first tick of bucket 4;
+    # bucket 4 closed at 100 (fast back above slow): the reversal on the first tick of bucket 5. Nothing inside a bucket.
+    assert [(kind, ts) for _, kind, _, ts in signals] == [
+        (SignalKind.ENTRY_SHORT, 41_000_000_000),
+        (SignalKind.EXIT_SHORT, 51_000_000_000),
+        (SignalKind.ENTRY_LONG, 51_000_000_000),
+    ]

@@ -333,3 +333,32 @@ async def test_a_held_position_counts_as_open_while_the_execution_is_still_backf
     assert sink.kinds() == ["EXIT_LONG"]
     assert processor.snapshot.routes_by_strategy == {}
     await processor.stop()
+
+
+async def test_a_stopping_route_whose_position_the_ledger_no_longer_holds_is_removed_and_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    import processor.processor as processor_module
+
+    monkeypatch.setattr(processor_module, "STOPPING_LEDGER_CHECK_S", 0.05)
+    ledger = Ledger({(1, FEED, "BTC"): Position.SHORT})
+    processor = await started(Processor(sink=RecordingSink(), held_position=ledger), spec(1, ["BTC"]))
+    processor.reconcile([])
+    await processor.settled()
+    [route] = routes_of(processor, 1)
+    assert isinstance(route.state, Stopping)
+    readiness = processor.readiness()
+    assert readiness.health is ProcessorHealth.DEGRADED
+    assert "keeps BTC until its own exit or until the position is closed" in readiness.reason
+    # Closed elsewhere (by hand, a stop-loss): the strategy never exits it, the ledger says flat.
+    ledger.held.clear()
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        await processor.settled()
+        if not processor.snapshot.routes_by_strategy:
+            break
+    assert processor.snapshot.routes_by_strategy == {}
+    assert processor.readiness().health is ProcessorHealth.HEALTHY
+    await processor.stop()

@@ -51,6 +51,10 @@ route(
 route(
     "controls/intents/<str:client_order_id>/wait/", "/controls/intents/{client_order_id}/wait/", (LOGIN, 405, 405, 405)
 )
+route("controls/positions/<int:pk>/close/", "/controls/positions/{position}/close/", (LOGIN, 405, 405, 405))
+route("controls/orders/<int:pk>/cancel/", "/controls/orders/{order}/cancel/", (LOGIN, 405, 405, 405))
+route("controls/accounts/<int:pk>/flatten/", "/controls/accounts/{account}/flatten/", (LOGIN, 405, 405, 405))
+route("controls/entries/", "/controls/entries/", (LOGIN, 405, 405, 405))
 route("login/", "/login/", (200, 200, 200, 200))
 route("logout/", "/logout/", (LOGIN, 405, 405, 405))
 route("healthz", "/healthz", (200, 200, 200, 200))
@@ -69,6 +73,11 @@ route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
 route("api/order-books/<int:pk>/", "/api/order-books/{orderbook_instrument}/", (401, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
+# Manual control is POST-only (tests/security/test_manual_control_tenancy.py posts as each user).
+route("api/manual/positions/<int:pk>/close/", "/api/manual/positions/{position}/close/", (401, 405, 405, 405))
+route("api/manual/orders/<int:pk>/cancel/", "/api/manual/orders/{order}/cancel/", (401, 405, 405, 405))
+route("api/manual/accounts/<int:pk>/flatten/", "/api/manual/accounts/{account}/flatten/", (401, 405, 405, 405))
+route("api/manual/entries/", "/api/manual/entries/", (401, 405, 405, 405))
 route("api/<drf_format_suffix:format>", "/api/.json", (401, 200, 200, 200))
 _API = {
     "accounts": "account",

@@ -18,6 +18,7 @@ from core.schedule import periodic_jobs
 from feeds.redis_startup import redis_publisher_startup_tasks
 from feeds.startup import feed_startup_tasks
 from feeds.upstox_startup import upstox_token_startup_tasks
+from orders.risk_watch import EntriesHalt, risk_watch_startup_tasks
 from orders.startup import EntryControls, orders_startup_tasks
 from processor.signals import Position
 from processor.startup import processor_startup_tasks
@@ -49,11 +50,22 @@ def entry_controls() -> EntryControls:
     and reconciliation engage an account's switch when it cannot vouch for the account."""
     from dashboard.halts import entries_halt_by_reconciliation
     from dashboard.selectors import entries_halted
+    from orders.risk_limits import entry_risk_refusal
 
     return EntryControls(
-        entry_gate=lambda account_id: entries_halted(account_id=account_id),
+        # The kill switch first, then the account's risk limits (open positions, daily loss).
+        entry_gate=lambda account_id: entries_halted(account_id=account_id) or entry_risk_refusal(account_id),
         entries_halt=entries_halt_by_reconciliation,
     )
+
+
+def _risk_halt(hubs: RuntimeHubs) -> EntriesHalt | None:
+    """The daily loss limit engages the dashboard's kill switch where the kill switches are wired."""
+    if hubs.controls.entries_halt is None:
+        return None
+    from dashboard.halts import entries_halt_by_risk_limit
+
+    return entries_halt_by_risk_limit
 
 
 def held_position(strategy_id: int, feed: str, symbol: str) -> Position:
@@ -108,6 +120,7 @@ def build_runtime(
         auth_state=hubs.auth_state,
         controls=hubs.controls,
     )
+    tasks += risk_watch_startup_tasks(hubs.orders, fanout=hubs.feeds.fanout, halt_entries=_risk_halt(hubs))
     tasks += metrics_startup_tasks(hubs)
     if periodic_jobs:
         tasks.append(_periodic_jobs())
