@@ -42,6 +42,13 @@ _SCALE_FLOAT = float(SCALE)
 _NS_PER_S = 1_000_000_000
 
 
+def _move(position: Position, wanted: Position, index: int, tick: MarketData, signals: list[SignalRow]) -> Position:
+    """Append the signals that take `position` to `wanted` (the exit first), caused by row `index`."""
+    for kind in transition(position, wanted):
+        signals.append((index, kind, tick.price, tick.ts_event))
+    return Position(wanted)
+
+
 class TickStrategy(StrategyLogic):
     """A kind that sees every tick: implement `on_tick` and `outputs`."""
 
@@ -76,10 +83,7 @@ class TickStrategy(StrategyLogic):
             wanted = on_tick(tick.price / scale, tick.volume / scale, ts)
             append((ts, ts, *outputs()))
             if wanted is not None and wanted != position and trading:
-                index = len(rows) - 1
-                for kind in transition(position, wanted):
-                    signals.append((index, kind, tick.price, ts))
-                position = Position(wanted)
+                position = _move(position, wanted, len(rows) - 1, tick, signals)
         self.last_ts_ns = last
         self.position = position
         self.skipped_out_of_order += skipped
@@ -158,11 +162,8 @@ class BarStrategy(StrategyLogic):
                 bar.volume += volume
                 bar.ticks += 1
             rows.append((bar.start_ns, ts, *self.outputs()))
-            if trading and wanted is not None and wanted != position:
-                index = len(rows) - 1
-                for kind in transition(position, wanted):
-                    signals.append((index, kind, tick.price, ts))
-                position = Position(wanted)
+            if wanted is not None and wanted != position and trading:
+                position = _move(position, wanted, len(rows) - 1, tick, signals)
         self.bar = bar
         self.last_ts_ns = last
         self.position = position
