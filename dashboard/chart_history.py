@@ -17,15 +17,15 @@ caller's accounts (dashboard.selectors' tenancy rule).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from core.fixed_point import fixed_to_str
 from dashboard import selectors
-from dashboard.views import request_user
 from feeds.models import Instrument
 from feeds.recording.tick_bars import tick_bars
 from processor.models import StrategyOutputRecord
@@ -88,7 +88,7 @@ def chart_history(request: HttpRequest, instrument_id: int) -> HttpResponse:
     end_ns = end_ms * 1_000_000
     # The bucket holding `end` and the bars-1 before it; `end` itself stays exclusive.
     start_ns = max(0, (end_ns // bucket_ns - (bars - 1)) * bucket_ns)
-    user = request_user(request)
+    user = cast(User, request.user)  # LoginRequiredMiddleware admits only logged-in users
     return JsonResponse(
         {
             "instrument": {"id": instrument.pk, "feed": instrument.feed.name, "symbol": instrument.symbol},
