@@ -129,7 +129,12 @@ def test_fills_are_the_callers_own() -> None:
     theirs = history(logged_in(bob), instrument, timeframe="1h", end=end)["fills"]
     assert len(mine) == len(theirs) == 1
     assert mine[0]["client_order_id"] != theirs[0]["client_order_id"]
-    assert (mine[0]["side"], mine[0]["intent"], mine[0]["quantity"], mine[0]["account"]) == ("BUY", "ENTRY", "0.01", "main")
+    assert (mine[0]["side"], mine[0]["intent"], mine[0]["quantity"], mine[0]["account"]) == (
+        "BUY",
+        "ENTRY",
+        "0.01",
+        "main",
+    )
     assert str(alice.account.pk) in mine[0]["client_order_id"]
 
 

@@ -60,7 +60,15 @@ def test_candles_come_from_recorded_history_and_follow_the_timeframe(site: Site,
             [ms + 30_000, "99.90", "4", "e2e-4"],
         ],
     )
-    expected = {"time": minute, "open": "100.1", "high": "103.3", "low": "97.7", "close": "99.9", "volume": "10", "trades": 4}
+    expected = {
+        "time": minute,
+        "open": "100.1",
+        "high": "103.3",
+        "low": "97.7",
+        "close": "99.9",
+        "volume": "10",
+        "trades": 4,
+    }
 
     page = open_dashboard(browser, site, "demo")
     wait_history(page, "1m")
@@ -88,7 +96,15 @@ def test_candles_come_from_recorded_history_and_follow_the_timeframe(site: Site,
     wait_history(page, "5s", loads=2)
     assert page.locator(f'{CARD} button[data-timeframe="5s"]').get_attribute("aria-pressed") == "true"
     assert [bar_at(page, minute + offset) for offset in (0, 10, 20, 30)] == [
-        {"time": minute + offset, "open": price, "high": price, "low": price, "close": price, "volume": volume, "trades": 1}
+        {
+            "time": minute + offset,
+            "open": price,
+            "high": price,
+            "low": price,
+            "close": price,
+            "volume": volume,
+            "trades": 1,
+        }
         for offset, price, volume in ((0, "100.1", "1"), (10, "103.3", "2"), (20, "97.7", "3"), (30, "99.9", "4"))
     ]
     assert bar_at(page, minute + 5) is None  # no trade in that bucket: no candle

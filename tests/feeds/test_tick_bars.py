@@ -109,7 +109,14 @@ def test_a_bucket_volume_beyond_the_integer_column_still_draws() -> None:
     instrument = make_feed("sim", ("BTCUSDT",)).instruments.get()
     biggest = max_abs_for(connection)
     Tick.objects.bulk_create(
-        Tick(instrument=instrument, ts_event=BASE + n, ts_recv=BASE, price=parse_fixed("1"), volume=biggest, trade_id=str(n))
+        Tick(
+            instrument=instrument,
+            ts_event=BASE + n,
+            ts_recv=BASE,
+            price=parse_fixed("1"),
+            volume=biggest,
+            trade_id=str(n),
+        )
         for n in (1, 2)
     )
     (only,) = tick_bars(instrument_id=instrument.pk, bucket_ns=S, start_ns=BASE, end_ns=BASE + S)
