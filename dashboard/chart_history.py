@@ -20,6 +20,7 @@ import time
 from typing import Any, cast
 
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -63,7 +64,7 @@ def _int_param(request: HttpRequest, name: str, default: int, low: int, high: in
     return value
 
 
-def charted_instruments() -> Any:
+def charted_instruments() -> QuerySet[Instrument]:
     """The instruments the dashboard draws a chart for (as the prices panel lists them)."""
     return Instrument.objects.filter(
         feed__enabled=True, subscriptions__enabled=True, subscriptions__channel="trades"
