@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from core.fixed_point import fixed_to_str
 from core.selectors import component_health_effective
 from dashboard import selectors
+from dashboard.chart_history import TIMEFRAMES
 from dashboard.decisions import unresolved_panel
 from dashboard.manual_control import manual_panel
 from dashboard.pnl import unrealized_pnl
@@ -58,7 +59,7 @@ def prices_panel(user: User) -> dict[str, Any]:
         strategies = [s for s in instrument.strategies.all() if s.pk in visible]
         rows.append({"instrument": instrument, "strategies": strategies})
     symbols = {(row["instrument"].feed.name, row["instrument"].venue_symbol): row["instrument"].symbol for row in rows}
-    return {"instruments": rows, "chart_signals": chart_signals(user, symbols)}
+    return {"instruments": rows, "chart_signals": chart_signals(user, symbols), "timeframes": list(TIMEFRAMES)}
 
 
 def chart_signals(user: User, symbols: dict[tuple[str, str], str]) -> list[dict[str, Any]]:

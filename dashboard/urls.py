@@ -1,12 +1,13 @@
 from django.urls import path
 
-from dashboard import depth, manual_views, unresolved, views
+from dashboard import chart_history, depth, manual_views, unresolved, views
 
 urlpatterns = [
     path("", views.dashboard_page, name="dashboard"),
     path("dashboard/panels/<slug:name>/", views.panel, name="dashboard-panel"),
     path("markets/depth/", depth.depth_index, name="depth-index"),
     path("markets/<int:pk>/depth/", depth.depth_page, name="depth"),
+    path("dashboard/charts/<int:instrument_id>/history/", chart_history.chart_history, name="chart-history"),
     path("controls/strategies/<int:pk>/", views.strategy_toggle, name="control-strategy"),
     path("controls/trade-settings/<int:pk>/", views.trade_setting_toggle, name="control-trade-setting"),
     path("controls/kill-switch/<str:scope>/", views.kill_switch_toggle, name="control-kill-switch"),

@@ -1,5 +1,6 @@
 // Live dashboard: one websocket (jittered reconnect), batches acknowledged so the server
-// can tell a stalled tab; prices and charts update in place; other panels are
+// can tell a stalled tab; prices update in place (the charts are static/charts.js, fed
+// by the "dashboard:message" events dispatched here); other panels are
 // re-rendered by the server (/dashboard/panels/<name>/) when a pushed event says they
 // changed. After a reconnect every panel is re-synced from the server (pushes of the gap
 // are lost: a web process restarted, or the network dropped). Numbers stay the server's
@@ -8,12 +9,7 @@
   "use strict";
   const badge = document.getElementById("connection");
   const body = document.querySelector("#prices tbody");
-  const charts = new Map(); // "feed|symbol" -> chart state
   const LW = window.LightweightCharts;
-  const INDICATOR_COLORS = ["#f5a623", "#b47cff", "#4dd0e1", "#ff7eb6", "#9ccc65"];
-  // Output values drawn as lines on the price chart: ema's fast/slow, volume_breakout's
-  // bar high/low; open/close/volume would only repeat the price line.
-  const INDICATOR_NAMES = new Set(["fast", "slow", "high", "low"]);
   let attempt = 0;
 
   function setState(state, text) {
@@ -23,59 +19,7 @@
     badge.className = "badge badge-" + (state === "live" ? "ok" : state === "closed" ? "bad" : "wait");
   }
 
-  // ---- charts -------------------------------------------------------------------
-  function chartFor(feed, symbol) {
-    const key = feed + "|" + symbol;
-    if (charts.has(key)) return charts.get(key);
-    const card = document.querySelector(`.chart-card[data-feed="${CSS.escape(feed)}"][data-symbol="${CSS.escape(symbol)}"]`);
-    if (!card || !LW) return null;
-    const box = card.querySelector(".chart");
-    const chart = LW.createChart(box, {
-      height: 220,
-      autoSize: true,
-      layout: { background: { color: "#161d26" }, textColor: "#8393a5", attributionLogo: true },
-      grid: { vertLines: { color: "#1f2935" }, horzLines: { color: "#1f2935" } },
-      timeScale: { timeVisible: true, secondsVisible: true, borderColor: "#263241" },
-      rightPriceScale: { borderColor: "#263241" },
-    });
-    const price = chart.addSeries(LW.LineSeries, { color: "#4da3ff", lineWidth: 2, priceLineVisible: true, title: symbol });
-    const state = { key, box, chart, price, markersApi: LW.createSeriesMarkers(price, []), markers: [], lines: new Map(), lastTime: 0, points: 0 };
-    charts.set(key, state);
-    return state;
-  }
-
-  function monotonic(state, seconds) {
-    // The chart needs non-decreasing times; conflated pushes can share a second.
-    const t = Math.max(state.lastTime, Math.floor(seconds));
-    state.lastTime = t;
-    return t;
-  }
-
-  function addPricePoint(state, seconds, value) {
-    state.price.update({ time: monotonic(state, seconds), value: Number(value) });
-    state.points += 1;
-    state.box.dataset.points = String(state.points);
-  }
-
-  function applyOutput(row) {
-    const state = chartFor(row.feed, row.symbol);
-    if (!state) return;
-    Object.keys(row.values).filter((name) => INDICATOR_NAMES.has(name)).forEach((name) => {
-      const value = row.values[name];
-      if (value === null || value === undefined || value === "") return;
-      const lineKey = row.strategy + ":" + name;
-      let line = state.lines.get(lineKey);
-      if (!line) {
-        line = { series: state.chart.addSeries(LW.LineSeries, { color: INDICATOR_COLORS[state.lines.size % INDICATOR_COLORS.length], lineWidth: 1, title: `${row.strategy} ${name}`, priceLineVisible: false, lastValueVisible: false }), last: 0 };
-        state.lines.set(lineKey, line);
-      }
-      const t = Math.max(line.last, Math.floor(row.occurrence_time_ms / 1000));
-      line.last = t;
-      line.series.update({ time: t, value: Number(value) });
-    });
-  }
-
-  // ---- signals and their outcomes -------------------------------------------------
+  // ---- signals and their outcomes (the table; static/charts.js draws the markers) -------
   // A signal is (strategy, output, kind): a reversal emits two signals from one output.
   // Its outcomes (one per account) may arrive before or after the signal itself.
   const signals = new Map(); // signal key -> { signal, outcomes: Map(account -> outcome) }
@@ -94,62 +38,6 @@
   function accountKey(outcome) { return outcome.account === null ? "" : String(outcome.account); }
   function outcomeState(outcome) {
     return outcome.traded ? "traded" : outcome.settled ? "not-traded" : "pending";
-  }
-  // One summary per signal for its marker: traded on any account wins, then still pending.
-  function signalState(entry) {
-    const states = [...entry.outcomes.values()].map(outcomeState);
-    if (states.includes("traded")) return "traded";
-    if (!states.length || states.includes("pending")) return "pending";
-    return "not-traded";
-  }
-
-  function markerFor(entry) {
-    const signal = entry.signal;
-    const entryKind = signal.kind.startsWith("ENTRY");
-    const long = signal.kind.endsWith("LONG");
-    const label = signal.kind.replace("_", " ").toLowerCase();
-    const state = signalState(entry);
-    const marker = { position: entryKind === long ? "belowBar" : "aboveBar", id: entry.key, state };
-    if (state === "traded") {
-      return { ...marker, shape: entryKind === long ? "arrowUp" : "arrowDown", color: entryKind ? "#2fbf71" : "#ef5350", text: label };
-    }
-    if (state === "pending") return { ...marker, shape: "square", color: "#e0c050", text: `${label} (pending)` };
-    const first = [...entry.outcomes.values()][0];
-    const why = first.reason || first.outcome_label;
-    return { ...marker, shape: "circle", color: "#8393a5", text: `${label}: not traded, ${why.length > 40 ? why.slice(0, 39) + "…" : why}` };
-  }
-
-  function drawMarkers(state) {
-    state.markersApi.setMarkers(state.markers.map(({ state: _s, ...marker }) => marker));
-    state.box.dataset.markers = String(state.markers.length);
-    for (const name of ["traded", "not-traded", "pending"]) {
-      state.box.dataset[{ traded: "markersTraded", "not-traded": "markersNotTraded", pending: "markersPending" }[name]] =
-        String(state.markers.filter((m) => m.state === name).length);
-    }
-  }
-
-  function applySignalMarker(signal) {
-    const state = chartFor(signal.feed, signal.symbol);
-    if (!state) return;
-    const entry = signalEntry(signal);
-    entry.signal = signal;
-    if (state.markers.some((m) => m.id === entry.key)) return;
-    // The marker needs a bar at its time: put the signal's own price there.
-    const seconds = signal.occurrence_time_ms / 1000;
-    if (Math.floor(seconds) >= state.lastTime) addPricePoint(state, seconds, signal.price);
-    state.markers.push({ time: Math.min(state.lastTime, Math.floor(seconds)), ...markerFor(entry) });
-    state.markers.sort((a, b) => a.time - b.time);
-    if (state.markers.length > 200) state.markers.splice(0, state.markers.length - 200);
-    drawMarkers(state);
-  }
-
-  function redrawSignalMarker(entry) {
-    if (!entry.signal) return;
-    const state = chartFor(entry.signal.feed, entry.signal.symbol);
-    const index = state ? state.markers.findIndex((m) => m.id === entry.key) : -1;
-    if (index < 0) return;
-    state.markers[index] = { time: state.markers[index].time, ...markerFor(entry) };
-    drawMarkers(state);
   }
 
   // ---- prices table -------------------------------------------------------------
@@ -191,8 +79,6 @@
       void row.offsetWidth;
       row.classList.add("flash");
     }
-    const state = chartFor(update.feed, update.symbol);
-    if (state) addPricePoint(state, update.ts_ms / 1000, update.price);
     markPositions(update);
   }
 
@@ -308,7 +194,6 @@
   function applySignal(signal) {
     signalEntry(signal).signal = signal;
     applySignalRow(signal);
-    applySignalMarker(signal);
   }
 
   // A pushed outcome (orders.outcomes): the latest decision per (signal, account) wins.
@@ -316,23 +201,6 @@
     const entry = signalEntry(outcome);
     entry.outcomes.set(accountKey(outcome), outcome);
     renderOutcome(entry, outcome);
-    redrawSignalMarker(entry);
-  }
-
-  // A stored signal with its outcomes (the page's, or the prices panel's after a reconnect).
-  function applyStoredSignal(signal) {
-    const entry = signalEntry(signal);
-    entry.signal = signal;
-    signal.outcomes.forEach((outcome) => entry.outcomes.set(accountKey(outcome), outcome));
-    applySignalMarker(signal);
-    redrawSignalMarker(entry);
-  }
-
-  // Markers as they were before a reload: the page carries recent signals with their outcomes.
-  function drawInitialSignals() {
-    const script = document.getElementById("chart-signals");
-    if (!script) return;
-    JSON.parse(script.textContent).forEach(applyStoredSignal);
   }
 
   // ---- server-rendered panels ---------------------------------------------------
@@ -357,19 +225,12 @@
 
   // ---- re-sync after a reconnect --------------------------------------------------
   // What was pushed while the socket was down is gone: re-render every server-rendered
-  // panel (signals with their outcomes, orders, positions, accounts, controls, health),
-  // and redraw the charts' signal markers from the prices panel's stored signals. The
-  // prices panel itself stays (it is live state); its next push brings each price.
-  async function resyncCharts() {
-    const response = await fetchPanel("prices");
-    if (!response.ok) throw new Error(`panel prices: HTTP ${response.status}`);
-    const html = new DOMParser().parseFromString(await response.text(), "text/html");
-    const script = html.getElementById("chart-signals");
-    if (script) JSON.parse(script.textContent).forEach(applyStoredSignal);
-  }
+  // panel (signals with their outcomes, orders, positions, accounts, controls, health).
+  // The prices panel itself stays (it is live state); its next push brings each price,
+  // and static/charts.js reloads the charts' history and markers on the same event.
   async function resync() {
     const sections = [...document.querySelectorAll("[data-panel]")].filter((s) => s.dataset.panel !== "prices");
-    const results = await Promise.allSettled([...sections.map(loadPanel), resyncCharts()]);
+    const results = await Promise.allSettled(sections.map(loadPanel));
     const failed = results.filter((r) => r.status === "rejected").length;
     // Read by the browser tests; a failed part is retried on the next reconnect.
     document.body.dataset.resyncs = String(Number(document.body.dataset.resyncs || 0) + 1);
@@ -439,7 +300,6 @@
       try {
         window.dispatchEvent(new CustomEvent("dashboard:message", { detail: event }));
         if (event.type === "prices") event.prices.forEach(applyPrice);
-        else if (event.type === "strategy.output") event.outputs.forEach(applyOutput);
         else if (event.type === "strategy.signal") event.signals.forEach(applySignal);
         else if (event.type === "signal.outcome") applyOutcome(event);
         else refreshPanelsFor(event.type);
@@ -464,6 +324,5 @@
     };
   }
   if (!LW) setState("closed", "chart library missing: run npm ci");
-  else drawInitialSignals();
   connect();
 })();

@@ -14,6 +14,7 @@ a missing permission hides.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -160,6 +161,7 @@ def build_world() -> World:
         "group": group.pk,
         "api_key": api_key.key,
         "client_order_id": Order.objects.filter(account=account).values_list("client_order_id", flat=True).first(),
+        "chart_end_ms": time.time_ns() // 1_000_000 + 3_600_000,  # after the paper fills (a tick ahead of now)
     }
     missing = [name for name, value in world.ids.items() if value is None]
     assert not missing, f"the world lacks rows for {missing}"

@@ -39,6 +39,12 @@ route("", "/", (LOGIN, 200, 200, 200))
 route("dashboard/panels/<slug:name>/", "/dashboard/panels/trading/", (LOGIN, 200, 200, 200))
 route("markets/depth/", "/markets/depth/", (LOGIN, 200, 200, 200))
 route("markets/<int:pk>/depth/", "/markets/{orderbook_instrument}/depth/", (LOGIN, 200, 200, 200))
+# Market data for everyone; the owner's fills (with their order ids) for the owner only.
+route(
+    "dashboard/charts/<int:instrument_id>/history/",
+    "/dashboard/charts/{instrument}/history/?timeframe=1h&end={chart_end_ms}",
+    (LOGIN, 200, 200, 200),
+)
 # Controls are POST-only: a GET is refused whoever asks.
 route("controls/strategies/<int:pk>/", "/controls/strategies/{strategy}/", (LOGIN, 405, 405, 405))
 route("controls/trade-settings/<int:pk>/", "/controls/trade-settings/{tradesetting}/", (LOGIN, 405, 405, 405))
@@ -235,3 +241,12 @@ def test_route_answers_each_user_as_allowed(
         body = response.content.decode(errors="replace")
         leaked = [secret for secret in _secrets(built) if secret in body]
         assert not leaked, f"{role} GET {url} shows the owner's {leaked}"
+
+
+@pytest.mark.django_db
+def test_the_chart_history_shows_the_owner_their_fills(live_db: World, clients: dict[str, Client]) -> None:
+    # What the walk's leak check keeps from the others is really there for the owner.
+    url = "/dashboard/charts/{instrument}/history/?timeframe=1h&end={chart_end_ms}".format(**live_db.ids)
+    fills = clients["owner"].get(url).json()["fills"]
+    assert [fill["client_order_id"] for fill in fills] == [live_db.ids["client_order_id"]]
+    assert clients["other"].get(url).json()["fills"] != fills
