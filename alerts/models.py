@@ -11,6 +11,7 @@ class AlertKind(models.TextChoices):
     KILL_SWITCH = "kill_switch", "Kill switch"
     HEALTH = "health", "Degraded health"
     BROKER_LOGIN = "broker_login", "Broker login needed"
+    TEST = "test", "Test message"
 
 
 class NotificationChannel(models.Model):
@@ -42,6 +43,7 @@ class NotificationChannel(models.Model):
             AlertKind.KILL_SWITCH: self.notify_kill_switches,
             AlertKind.HEALTH: self.notify_health,
             AlertKind.BROKER_LOGIN: self.notify_broker_login,
+            AlertKind.TEST: True,
         }.get(AlertKind(kind), False)
 
 

@@ -1,4 +1,4 @@
-"""/api/: read-only resources, the OpenAPI schema at /api/schema/.
+"""/api/: read-only resources, the OpenAPI schema at /api/schema/, its viewer at /api/docs/.
 
 The site's LoginRequiredMiddleware would redirect a token-authenticated request (it
 runs before DRF authenticates), so every API view opts out of it and relies on DRF's
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import URLPattern, URLResolver, path
-from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import docs, views
 
 app_name = "api"
 
@@ -34,9 +33,13 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
     return patterns
 
 
-urlpatterns = _token_friendly(
-    [
-        path("schema/", SpectacularAPIView.as_view(), name="schema"),
-        *router.urls,
-    ]
-)
+urlpatterns = [
+    *_token_friendly(
+        [
+            path("schema/", docs.SchemaView.as_view(), name="schema"),
+            *router.urls,
+        ]
+    ),
+    # A page for people: the site's login (a redirect to it), not the API's 401.
+    path("docs/", docs.SchemaDocsView.as_view(), name="docs"),
+]

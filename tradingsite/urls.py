@@ -20,4 +20,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("recovery/", include("recovery.urls")),
     path("api/", include("api.urls")),
+    path("alerts/", include("alerts.urls")),
+    path("settings/", include("preferences.urls")),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django import template
+from django.utils import timezone
 
 from preferences.time_format import CLOCK, CLOCK_MS, FULL, format_time, ns_to_datetime
 
@@ -33,3 +34,9 @@ def ns_clock(value: int | None) -> str:
 def ns_when(value: int | None) -> str:
     """UTC nanoseconds as date, time and zone."""
     return "–" if value is None else format_time(ns_to_datetime(value), FULL)
+
+
+@register.simple_tag
+def now_when() -> str:
+    """The present moment, as `when` shows a time."""
+    return format_time(timezone.now(), FULL)
