@@ -17,6 +17,7 @@ from core.fixed_point import fixed_to_str
 from core.selectors import component_health_effective
 from dashboard import selectors
 from dashboard.decisions import unresolved_panel
+from dashboard.kill_bar import kill_bar_panel
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal
 from feeds.models import Instrument
@@ -190,6 +191,7 @@ PANELS: dict[str, Callable[[User], dict[str, Any]]] = {
     "controls": controls_panel,
     "health": health_panel,
     "unresolved": unresolved_panel,
+    "kill_bar": kill_bar_panel,
 }
 
 
