@@ -10,7 +10,7 @@
       const options = { timeZone: zone, hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short" };
       if (millis) options.fractionalSecondDigits = 3;
       let format;
-      try { format = new Intl.DateTimeFormat("en-GB", options); } catch (e) { format = new Intl.DateTimeFormat("en-GB", { ...options, timeZone: "UTC" }); }
+      try { format = new Intl.DateTimeFormat("en-US", options); } catch (e) { format = new Intl.DateTimeFormat("en-US", { ...options, timeZone: "UTC" }); }
       formats.set(key, format);
     }
     return formats.get(key);

@@ -50,6 +50,14 @@ route(
     "controls/intents/<str:client_order_id>/wait/", "/controls/intents/{client_order_id}/wait/", (LOGIN, 405, 405, 405)
 )
 route("login/", "/login/", (200, 200, 200, 200))
+route("favicon.ico", "/favicon.ico", (301, 301, 301, 301))
+route("settings/time-zone/", "/settings/time-zone/", (LOGIN, 200, 200, 200))
+
+# --- alerts: the user's own channels and alert history ------------------------------------
+route("alerts/", "/alerts/", (LOGIN, 200, 200, 200))
+route("alerts/channels/<int:pk>/", "/alerts/channels/{notificationchannel}/", (LOGIN, 404, 404, 200))
+route("alerts/channels/<int:pk>/delete/", "/alerts/channels/{notificationchannel}/delete/", (LOGIN, 405, 405, 405))
+route("alerts/channels/<int:pk>/test/", "/alerts/channels/{notificationchannel}/test/", (LOGIN, 405, 405, 405))
 route("logout/", "/logout/", (LOGIN, 405, 405, 405))
 route("healthz", "/healthz", (200, 200, 200, 200))
 route("readyz", "/readyz", (200, 200, 200, 200))
@@ -65,6 +73,7 @@ route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400
 
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
+route("api/docs/", "/api/docs/", (LOGIN, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
 route("api/<drf_format_suffix:format>", "/api/.json", (401, 200, 200, 200))
 _API = {
@@ -208,7 +217,7 @@ def test_every_route_has_an_entry() -> None:
 
 def _secrets(world: World) -> list[str]:
     """What only the owner may ever be shown."""
-    return [world.ids["api_key"], world.ids["recovery_token"], world.ids["client_order_id"]]
+    return [world.ids["api_key"], world.ids["recovery_token"], world.ids["client_order_id"], world.ids["alert_title"]]
 
 
 @pytest.mark.django_db
@@ -223,3 +232,6 @@ def test_route_answers_each_user_as_allowed(
         body = response.content.decode(errors="replace")
         leaked = [secret for secret in _secrets(built) if secret in body]
         assert not leaked, f"{role} GET {url} shows the owner's {leaked}"
+    if not getattr(response, "streaming", False):
+        # A notification URL's secret is never shown back, not even to its owner.
+        assert built.ids["channel_secret"] not in response.content.decode(errors="replace")
