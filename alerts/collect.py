@@ -94,9 +94,7 @@ def _cursor(name: str) -> int | None:
     return AlertCursor.objects.filter(name=name).values_list("position", flat=True).first()
 
 
-def _collect_by_id(
-    name: str, rows_qs: QuerySet[Any], describe: Callable[[Any], list[Event]], now: datetime
-) -> int:
+def _collect_by_id(name: str, rows_qs: QuerySet[Any], describe: Callable[[Any], list[Event]], now: datetime) -> int:
     """Alerts for the rows of `rows_qs` with an id past the cursor `name`."""
     last = _cursor(name)
     if last is None:
@@ -168,7 +166,13 @@ def _prompt_events(prompt: AuthPrompt) -> list[Event]:
     )
     # The prompt's login link carries the OAuth state: never sent out, the dashboard shows it.
     return [
-        Event(AlertKind.BROKER_LOGIN, f"prompt:{prompt.pk}", prompt_audience_ids(prompt), title, f"{prompt.message} {action}")
+        Event(
+            AlertKind.BROKER_LOGIN,
+            f"prompt:{prompt.pk}",
+            prompt_audience_ids(prompt),
+            title,
+            f"{prompt.message} {action}",
+        )
     ]
 
 

@@ -57,7 +57,9 @@ def _claim(alert: Alert, now: datetime) -> bool:
     )
 
 
-def alert_deliver(*, alert: Alert, now: datetime, notify: Notify = apprise_notify, rng: random.Random | None = None) -> str:
+def alert_deliver(
+    *, alert: Alert, now: datetime, notify: Notify = apprise_notify, rng: random.Random | None = None
+) -> str:
     """Make one attempt at `alert` (claimed first); return its state afterwards."""
     if not _claim(alert, now):
         return "claimed elsewhere"

@@ -84,3 +84,6 @@ class AlertCursor(models.Model):
 
     name = models.CharField(max_length=200, primary_key=True)
     position = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.position}"

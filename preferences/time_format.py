@@ -35,7 +35,7 @@ def user_time_zone_name(user_id: int | None) -> str:
 
 
 def format_time(moment: datetime | None, fmt: str = FULL, zone: tzinfo | None = None) -> str:
-    """`moment` in `zone` (default: the active zone) with the zone's abbreviation; "–" for none."""
+    """`moment` in `zone` (default: the active zone) with the zone's abbreviation; a dash for none."""
     if moment is None:
         return "–"
     if timezone.is_naive(moment):

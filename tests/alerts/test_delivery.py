@@ -31,7 +31,11 @@ def webhook() -> Iterator[FakeWebhook]:
 
 def channel_for(user_id: int, url: str, **wants: bool) -> NotificationChannel:
     return NotificationChannel.objects.create(
-        owner_id=user_id, name=f"hook-{user_id}", url_ciphertext=channel_url_encrypt(url), url_display="json://…", **wants
+        owner_id=user_id,
+        name=f"hook-{user_id}",
+        url_ciphertext=channel_url_encrypt(url),
+        url_display="json://…",
+        **wants,
     )
 
 

@@ -82,7 +82,12 @@ def test_another_users_channel_cannot_be_seen_changed_tested_or_deleted() -> Non
     owner = get_user_model().objects.create_user("owner", password="pw-123456")
     channel = channel_create(owner_id=owner.pk, name="owner-phone", url=SECRET_URL, notify_fills=True)
     Alert.objects.create(
-        owner=owner, channel=channel, kind=AlertKind.FILL, source="fill:1", title="owner-only", body="b",
+        owner=owner,
+        channel=channel,
+        kind=AlertKind.FILL,
+        source="fill:1",
+        title="owner-only",
+        body="b",
         next_attempt_at=channel.created_at,
     )
     client, _ = client_for("mallory")

@@ -93,7 +93,7 @@ def test_on_a_phone_the_kill_switches_stay_in_view_and_the_page_never_scrolls_si
     page.locator("#panel-accounts").scroll_into_view_if_needed()
     row_switch = page.locator(f"#accounts tr[data-account='{site.demo_account}'] td:last-child button")
     box = row_switch.bounding_box()
-    assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"]
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     # Scrolled to the bottom, the bar is still pinned at the top of the screen.
     page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     page.wait_for_function("() => window.scrollY > 200")
