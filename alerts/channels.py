@@ -38,7 +38,7 @@ def channel_url_check(url: str) -> str:
         plugin = None
     if plugin is None:
         raise ChannelUrlRefused(f"apprise cannot use this {scheme}:// URL (check its host, token or address)")
-    return channel_url_masked(plugin.url(privacy=True))
+    return channel_url_masked(str(plugin.url(privacy=True)))  # type: ignore[no-untyped-call]  # apprise ships no types here
 
 
 def channel_url_masked(private_url: str) -> str:

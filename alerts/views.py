@@ -18,6 +18,11 @@ from alerts.selectors import alerts_for_user, channels_for_user
 HISTORY_PAGE = 50
 
 
+def _user_id(request: HttpRequest) -> int:
+    # LoginRequiredMiddleware admits only logged-in users to these views.
+    return int(request.user.pk or 0)
+
+
 def _page(request: HttpRequest, form: ChannelForm, status: int = 200) -> HttpResponse:
     history = Paginator(alerts_for_user(request.user), HISTORY_PAGE).get_page(request.GET.get("page"))
     context = {"channels": channels_for_user(request.user), "form": form, "history": history}
@@ -35,7 +40,7 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data
     try:
         services.channel_create(
-            owner_id=request.user.pk, name=data["name"], url=data["url"], enabled=data["enabled"], **form.kinds()
+            owner_id=_user_id(request), name=data["name"], url=data["url"], enabled=data["enabled"], **form.kinds()
         )
     except IntegrityError:
         form.add_error("name", "you already have a channel with this name")

@@ -21,7 +21,7 @@ def time_zone_page(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return render(request, "preferences/time_zone.html", {"form": form}, status=400)
     UserPreference.objects.update_or_create(
-        user_id=request.user.pk, defaults={"time_zone": form.cleaned_data["time_zone"]}
+        user_id=int(request.user.pk or 0), defaults={"time_zone": form.cleaned_data["time_zone"]}
     )
     messages.success(request, f"times are now shown in {form.cleaned_data['time_zone']}")
     return redirect("preferences:time-zone")
