@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from preferences.forms import TimeZoneForm
+from preferences.middleware import time_zone_remember
 from preferences.models import UserPreference
 from preferences.time_format import user_time_zone_name
 
@@ -23,5 +24,6 @@ def time_zone_page(request: HttpRequest) -> HttpResponse:
     UserPreference.objects.update_or_create(
         user_id=int(request.user.pk or 0), defaults={"time_zone": form.cleaned_data["time_zone"]}
     )
+    time_zone_remember(request, form.cleaned_data["time_zone"])
     messages.success(request, f"times are now shown in {form.cleaned_data['time_zone']}")
     return redirect("preferences:time-zone")
