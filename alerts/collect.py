@@ -24,7 +24,7 @@ from django.utils import timezone
 from alerts.models import Alert, AlertCursor, AlertKind, NotificationChannel
 from core.fixed_point import fixed_to_str
 from core.health import Status
-from core.selectors import component_health_effective
+from core.selectors import ComponentView, component_health_effective
 from dashboard.models import ControlAction, ControlAudit
 from orders.models import Account, Fill
 from preferences.time_format import CLOCK_MS, format_time, ns_to_datetime, user_time_zone_name, zone_named
@@ -180,11 +180,16 @@ def _collect_health(now: datetime) -> int:
     """Alert staff when a component turns DEGRADED or BLOCKED (once per change of status)."""
     made = 0
     staff: list[int] | None = None
+    seen = dict(AlertCursor.objects.filter(name__startswith="health:").values_list("name", "position"))
+    # One status per component: the worst of its counted rows (several processes may report it).
+    worst: dict[str, ComponentView] = {}
     for view in component_health_effective(now=now):
-        if not view.counts:
-            continue
+        known = worst.get(view.component)
+        if view.counts and (known is None or _SEVERITY[view.status] > _SEVERITY[known.status]):
+            worst[view.component] = view
+    for view in worst.values():
         name = f"health:{view.component}"[:200]
-        last = _cursor(name)
+        last = seen.get(name)
         severity = _SEVERITY[view.status]
         if last == severity:
             continue

@@ -146,3 +146,19 @@ def test_a_component_turning_degraded_alerts_staff_once() -> None:
     assert alert_collect()["health"] == 0
     alert = Alert.objects.get()
     assert alert.owner_id == staff.pk and "stopping with open positions" in alert.body
+
+
+def test_a_component_reported_by_two_processes_alerts_on_its_worst_status_only_once() -> None:
+    from core.models import ComponentHealth
+
+    staff = get_user_model().objects.create_user("ops2", password="pw-123456", is_staff=True)
+    channel_for(staff.pk, "json://127.0.0.1:9/hook")
+    for process, status in (("p1", "HEALTHY"), ("p2", "HEALTHY")):
+        ComponentHealth.objects.create(
+            component="feed:sim/trades", process=process, status=status, stale_after_s=60, updated_at=timezone.now()
+        )
+    alert_collect()
+    ComponentHealth.objects.filter(process="p2").update(status="DEGRADED", reason="reconnecting")
+    assert alert_collect()["health"] == 1
+    assert alert_collect()["health"] == 0
+    assert alert_collect()["health"] == 0
