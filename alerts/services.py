@@ -16,14 +16,15 @@ KIND_FIELDS = ("notify_fills", "notify_kill_switches", "notify_health", "notify_
 def channel_create(*, owner_id: int, name: str, url: str, enabled: bool = True, **kinds: bool) -> NotificationChannel:
     """Store a new channel; the URL is checked (ChannelUrlRefused) and encrypted."""
     display = channel_url_check(url)
-    return NotificationChannel.objects.create(
-        owner_id=owner_id,
-        name=name,
-        url_ciphertext=channel_url_encrypt(url),
-        url_display=display,
-        enabled=enabled,
-        **{field: bool(kinds.get(field, False)) for field in KIND_FIELDS},
-    )
+    with transaction.atomic():  # a duplicate name (IntegrityError) rolls back only this insert
+        return NotificationChannel.objects.create(
+            owner_id=owner_id,
+            name=name,
+            url_ciphertext=channel_url_encrypt(url),
+            url_display=display,
+            enabled=enabled,
+            **{field: bool(kinds.get(field, False)) for field in KIND_FIELDS},
+        )
 
 
 def channel_update(*, channel: NotificationChannel, name: str, url: str = "", enabled: bool, **kinds: bool) -> None:
