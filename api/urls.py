@@ -7,7 +7,7 @@ IsAuthenticated instead, which accepts a session or `Authorization: Token <key>`
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import URLPattern, URLResolver, path
 from rest_framework.routers import DefaultRouter
 
@@ -40,6 +40,7 @@ urlpatterns = [
             *router.urls,
         ]
     ),
-    # A page for people: the site's login (a redirect to it), not the API's 401.
-    path("docs/", docs.SchemaDocsView.as_view(), name="docs"),
+    # A page for people: an anonymous visitor is sent to the site's login, not given the API's
+    # 401 (DRF marks its views exempt from LoginRequiredMiddleware, so the decorator says it).
+    path("docs/", login_required(docs.SchemaDocsView.as_view()), name="docs"),
 ]
