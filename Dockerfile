@@ -7,7 +7,7 @@
 FROM node:20-slim AS chart-assets
 WORKDIR /build
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund --loglevel=error
+RUN npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 FROM python:3.11-slim AS app
 ENV PYTHONDONTWRITEBYTECODE=1 \

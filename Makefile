@@ -20,11 +20,12 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt requirements.lock 
 	$(BIN)/pip install -q -r requirements-dev.txt -c requirements.lock
 	touch $@
 
-# Browser assets (lightweight-charts) come from npm, pinned by package-lock.json.
+# Browser assets (lightweight-charts, swagger-ui-dist) come from npm, pinned by package-lock.json;
+# --ignore-scripts: they are static files, and no install hook (analytics) runs here.
 # Without npm the install fails here, loudly, rather than serving chartless pages.
 node_modules/.installed: package.json package-lock.json
 	@command -v npm >/dev/null || { echo "make install: npm (Node 20) is needed for the dashboard's chart library" >&2; exit 1; }
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $@
 
 install: $(VENV)/.installed node_modules/.installed

@@ -1,4 +1,4 @@
-"""/api/: read-only resources, the OpenAPI schema at /api/schema/.
+"""/api/: read-only resources, the OpenAPI schema at /api/schema/, its viewer at /api/docs/.
 
 The site's LoginRequiredMiddleware would redirect a token-authenticated request (it
 runs before DRF authenticates), so every API view opts out of it and relies on DRF's
@@ -7,12 +7,11 @@ IsAuthenticated instead, which accepts a session or `Authorization: Token <key>`
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import URLPattern, URLResolver, path
-from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import manual, order_books, views
+from api import docs, manual, order_books, views
 
 app_name = "api"
 
@@ -34,14 +33,21 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
     return patterns
 
 
-urlpatterns = _token_friendly(
-    [
-        path("schema/", SpectacularAPIView.as_view(), name="schema"),
-        path("order-books/<int:pk>/", order_books.OrderBookView.as_view(), name="order-book"),
-        path("manual/positions/<int:pk>/close/", manual.PositionCloseView.as_view(), name="manual-position-close"),
-        path("manual/orders/<int:pk>/cancel/", manual.OrderCancelView.as_view(), name="manual-order-cancel"),
-        path("manual/accounts/<int:pk>/flatten/", manual.AccountFlattenView.as_view(), name="manual-account-flatten"),
-        path("manual/entries/", manual.ManualEntryView.as_view(), name="manual-entry"),
-        *router.urls,
-    ]
-)
+urlpatterns = [
+    *_token_friendly(
+        [
+            path("schema/", docs.SchemaView.as_view(), name="schema"),
+            path("order-books/<int:pk>/", order_books.OrderBookView.as_view(), name="order-book"),
+            path("manual/positions/<int:pk>/close/", manual.PositionCloseView.as_view(), name="manual-position-close"),
+            path("manual/orders/<int:pk>/cancel/", manual.OrderCancelView.as_view(), name="manual-order-cancel"),
+            path(
+                "manual/accounts/<int:pk>/flatten/", manual.AccountFlattenView.as_view(), name="manual-account-flatten"
+            ),
+            path("manual/entries/", manual.ManualEntryView.as_view(), name="manual-entry"),
+            *router.urls,
+        ]
+    ),
+    # A page for people: an anonymous visitor is sent to the site's login, not given the API's
+    # 401 (DRF marks its views exempt from LoginRequiredMiddleware, so the decorator says it).
+    path("docs/", login_required(docs.SchemaDocsView.as_view()), name="docs"),
+]

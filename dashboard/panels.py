@@ -18,6 +18,7 @@ from core.selectors import component_health_effective
 from dashboard import selectors
 from dashboard.chart_history import TIMEFRAMES
 from dashboard.decisions import unresolved_panel
+from dashboard.kill_bar import kill_bar_panel
 from dashboard.manual_control import manual_panel
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal
@@ -193,6 +194,7 @@ PANELS: dict[str, Callable[[User], dict[str, Any]]] = {
     "health": health_panel,
     "unresolved": unresolved_panel,
     "manual": manual_panel,
+    "kill_bar": kill_bar_panel,
 }
 
 

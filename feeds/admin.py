@@ -6,7 +6,6 @@ with JSON size and depth limits, so a malformed value is a form error.
 
 from __future__ import annotations
 
-from datetime import UTC
 from typing import Any
 
 from django import forms
@@ -18,6 +17,7 @@ from core.fixed_point import fixed_to_str
 from core.json_limits import BoundedJSONField
 from feeds.models import Feed, Instrument, KnownHole, StreamCheckpoint, Subscription, Tick
 from feeds.settings_schema import clean_feed_settings
+from preferences.time_format import format_time, ns_to_datetime
 
 
 class FeedForm(forms.ModelForm):
@@ -82,9 +82,8 @@ class SubscriptionAdmin(SuperuserOnlyAdmin):
 
 
 def _ns_to_utc(ts_ns: int) -> str:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ts_ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
+    # In the viewer's zone (UTC unless chosen otherwise), with the zone's name.
+    return format_time(ns_to_datetime(ts_ns), "%Y-%m-%d %H:%M:%S.{ms} %Z")
 
 
 class _ReadOnlyAdmin(SuperuserOnlyAdmin):

@@ -27,6 +27,7 @@ from orders.models import (
     TradeSetting,
 )
 from orders.selectors import signal_outcomes_for_user
+from preferences.templatetags.times import ns_when
 
 
 @admin.register(Account)
@@ -94,8 +95,14 @@ class OrderAdmin(OwnedByAccountAdmin):
 
 @admin.register(Fill)
 class FillAdmin(OwnedByAccountAdmin):
-    list_display = ["exchange_trade_id", "order", "account", "ts_event"]
+    list_display = ["exchange_trade_id", "order", "account", "fill_time"]
     search_fields = ["exchange_trade_id"]
+    readonly_fields = ["fill_time"]
+
+    @admin.display(description="fill time", ordering="ts_event")
+    def fill_time(self, fill: Fill) -> str:
+        # ts_event is UTC nanoseconds: shown as a date and time in the viewer's zone.
+        return ns_when(fill.ts_event)
 
 
 @admin.register(Position)

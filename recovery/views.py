@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -115,6 +116,7 @@ async def submit_code(request: HttpRequest, recovery_token: str) -> HttpResponse
     if _wants_json(request):
         return JsonResponse({"ok": status == 200, "message": message}, status=status)
     if status == 200:
+        messages.success(request, message)  # shown on the dashboard it returns to
         return redirect("dashboard")
     return await _render_prompt(request, recovery_token, error=message, status=status)
 

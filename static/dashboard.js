@@ -73,7 +73,7 @@
     changeCell.classList.toggle("down", change < 0);
     row.querySelector(".volume").textContent = update.volume;
     row.querySelector(".ticks").textContent = update.ticks;
-    row.querySelector(".time").textContent = new Date(update.ts_ms).toISOString().slice(11, 23);
+    row.querySelector(".time").textContent = window.siteTime.clock(update.ts_ms, { millis: true });
     if (previous !== update.price) {
       row.classList.remove("flash");
       void row.offsetWidth;
@@ -168,7 +168,7 @@
     row.dataset.kind = signal.kind;
     row.dataset.strategy = String(signal.strategy_id);
     row.className = "new";
-    const cells = [new Date(signal.emitted_ms).toISOString().slice(11, 19), signal.strategy, signal.symbol, null, signal.price];
+    const cells = [window.siteTime.clock(signal.emitted_ms), signal.strategy, signal.symbol, null, signal.price];
     cells.forEach((text, i) => {
       const cell = document.createElement("td");
       if (i === 0) cell.className = "time";
@@ -266,7 +266,7 @@
       toast(result.message, result.ok);
       const section = form.closest("[data-panel]");
       if (section) refreshPanel(section);
-      if (form.classList.contains("kill-global") || form.classList.contains("kill-account")) refreshPanelsFor("dashboard.controls");
+      if ([...form.classList].some((c) => c.startsWith("kill-"))) refreshPanelsFor("dashboard.controls");
     };
     dialog.showModal();
   }, true);

@@ -65,6 +65,15 @@
   });
   window.addEventListener("dashboard:open", () => { resync().catch(() => {}); });
 
+  // A successful login says so where the prompt was, and stays until dismissed by a reload.
+  function confirmLogin(text) {
+    const note = document.createElement("p");
+    note.className = "flash success login-confirmed";
+    note.setAttribute("role", "status");
+    note.textContent = `${text} (${window.siteTime ? window.siteTime.clock(Date.now()) : ""})`;
+    panel.prepend(note);
+  }
+
   panel.addEventListener("submit", async (event) => {
     const form = event.target.closest(".prompt-code-form");
     if (!form) return;
@@ -90,6 +99,7 @@
         card.querySelector(".prompt-error").textContent = body.ok ? "" : body.message;
         if (body.ok) card.remove();
       }
+      if (body.ok) confirmLogin(body.message);
     } finally {
       button.disabled = false;
     }

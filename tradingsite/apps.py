@@ -21,3 +21,5 @@ class TradingsiteConfig(AppConfig):
         from tradingsite import celery_health
 
         celery_health.install()
+
+        from api import docs  # noqa: F401  (registers the API viewer's asset check)

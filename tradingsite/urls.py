@@ -13,6 +13,8 @@ urlpatterns = [
     path("", include("dashboard.urls")),
     path("login/", auth_views.LoginView.as_view(authentication_form=SiteAuthenticationForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Browsers ask for /favicon.ico on pages that name no icon (and before login).
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("internal/health", views.internal_health, name="internal-health"),
@@ -20,4 +22,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("recovery/", include("recovery.urls")),
     path("api/", include("api.urls")),
+    path("alerts/", include("alerts.urls")),
+    path("settings/", include("preferences.urls")),
 ]

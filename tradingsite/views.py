@@ -8,6 +8,8 @@ from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -61,3 +63,10 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if not (token_ok or (request.user.is_authenticated and request.user.is_staff)):
         return HttpResponse("metrics need a staff login or the metrics bearer token\n", status=403)
     return HttpResponse(generate_latest(web_metrics_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The site icon (static/favicon.svg) for browsers that ask /favicon.ico."""
+    return redirect(static("favicon.svg"), permanent=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from django import template
 
 from core.fixed_point import fixed_to_str
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED
+from preferences.templatetags.times import ns_clock
 
 register = template.Library()
 
@@ -21,10 +20,8 @@ def fixed(value: int | None) -> str:
 
 @register.filter
 def ns_time(value: int | None) -> str:
-    """UTC nanoseconds as HH:MM:SS.mmm."""
-    if value is None:
-        return "–"
-    return datetime.fromtimestamp(int(value) / 1e9, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
+    """UTC nanoseconds as HH:MM:SS.mmm in the viewer's zone, with the zone's name."""
+    return ns_clock(value)
 
 
 @register.filter

@@ -90,7 +90,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         }
     )
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=600
     )
     setup = (
         "import django; django.setup(); from tests.e2e.site_setup import main; "
@@ -101,7 +101,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         cwd=ROOT,
         env={**env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
         check=True,
-        timeout=120,
+        timeout=300,
         capture_output=True,
         text=True,
     ).stdout

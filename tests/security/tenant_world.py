@@ -27,6 +27,8 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from alerts.models import Alert, AlertKind
+from alerts.services import channel_create
 from core.models import ComponentHealth
 from feeds.market import parse_fixed
 from feeds.models import KnownHole, StreamCheckpoint, Subscription, Tick
@@ -124,6 +126,21 @@ def build_world() -> World:
         component="feed:sim/trades", process="p1", status="HEALTHY", stale_after_s=60, updated_at=datetime.now(UTC)
     )
     api_key = Token.objects.create(user=users["owner"])
+    channel = channel_create(
+        owner_id=users["owner"].pk,
+        name="owner-hook",
+        url="json://127.0.0.1:9/hook/owner-webhook-secret",
+        notify_fills=True,
+    )
+    alert = Alert.objects.create(
+        owner=users["owner"],
+        channel=channel,
+        kind=AlertKind.FILL,
+        source="fill:owner",
+        title="owner-alert-title",
+        body="owner fill",
+        next_attempt_at=datetime.now(UTC),
+    )
     group = Group.objects.create(name="traders")
     account = owner.account
     site_rows = _site_wide_rows()
@@ -160,6 +177,10 @@ def build_world() -> World:
         "user": users["owner"].pk,
         "group": group.pk,
         "api_key": api_key.key,
+        "notificationchannel": channel.pk,
+        "alert": alert.pk,
+        "alert_title": alert.title,
+        "channel_secret": "owner-webhook-secret",
         "client_order_id": Order.objects.filter(account=account).values_list("client_order_id", flat=True).first(),
         "chart_end_ms": time.time_ns() // 1_000_000 + 3_600_000,  # after the paper fills (a tick ahead of now)
     }

@@ -62,6 +62,14 @@ route("controls/orders/<int:pk>/cancel/", "/controls/orders/{order}/cancel/", (L
 route("controls/accounts/<int:pk>/flatten/", "/controls/accounts/{account}/flatten/", (LOGIN, 405, 405, 405))
 route("controls/entries/", "/controls/entries/", (LOGIN, 405, 405, 405))
 route("login/", "/login/", (200, 200, 200, 200))
+route("favicon.ico", "/favicon.ico", (301, 301, 301, 301))
+route("settings/time-zone/", "/settings/time-zone/", (LOGIN, 200, 200, 200))
+
+# --- alerts: the user's own channels and alert history ------------------------------------
+route("alerts/", "/alerts/", (LOGIN, 200, 200, 200))
+route("alerts/channels/<int:pk>/", "/alerts/channels/{notificationchannel}/", (LOGIN, 404, 404, 200))
+route("alerts/channels/<int:pk>/delete/", "/alerts/channels/{notificationchannel}/delete/", (LOGIN, 405, 405, 405))
+route("alerts/channels/<int:pk>/test/", "/alerts/channels/{notificationchannel}/test/", (LOGIN, 405, 405, 405))
 route("logout/", "/logout/", (LOGIN, 405, 405, 405))
 route("healthz", "/healthz", (200, 200, 200, 200))
 route("readyz", "/readyz", (200, 200, 200, 200))
@@ -78,6 +86,7 @@ route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
 route("api/order-books/<int:pk>/", "/api/order-books/{orderbook_instrument}/", (401, 200, 200, 200))
+route("api/docs/", "/api/docs/", (LOGIN, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
 # Manual control is POST-only (tests/security/test_manual_control_tenancy.py posts as each user).
 route("api/manual/positions/<int:pk>/close/", "/api/manual/positions/{position}/close/", (401, 405, 405, 405))
@@ -226,7 +235,7 @@ def test_every_route_has_an_entry() -> None:
 
 def _secrets(world: World) -> list[str]:
     """What only the owner may ever be shown."""
-    return [world.ids["api_key"], world.ids["recovery_token"], world.ids["client_order_id"]]
+    return [world.ids["api_key"], world.ids["recovery_token"], world.ids["client_order_id"], world.ids["alert_title"]]
 
 
 @pytest.mark.django_db
@@ -241,6 +250,9 @@ def test_route_answers_each_user_as_allowed(
         body = response.content.decode(errors="replace")
         leaked = [secret for secret in _secrets(built) if secret in body]
         assert not leaked, f"{role} GET {url} shows the owner's {leaked}"
+    if not getattr(response, "streaming", False):
+        # A notification URL's secret is never shown back, not even to its owner.
+        assert built.ids["channel_secret"] not in response.content.decode(errors="replace")
 
 
 @pytest.mark.django_db

@@ -42,6 +42,8 @@ def test_celery_beat_schedule_is_every_declared_job() -> None:
         "recovery-token-expiry": ("recovery.tasks.expire_broker_tokens", 60.0),
         "refresh-instrument-metadata": ("feeds.tasks.instrument_metadata_refresh", 3600.0),
         "orders-reconcile": ("orders.tasks.reconcile_accounts", 10.0),
+        "alerts-collect": ("alerts.tasks.collect_alerts", 5.0),
+        "alerts-deliver": ("alerts.tasks.deliver_alerts", 5.0),
     }
     assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in periodic_jobs()}
     # Beat reads the schedule from the database (seeded from these jobs), not from the config.

@@ -11,6 +11,7 @@ modules, so the order of the imports below decides nothing.
 
 from __future__ import annotations
 
+from tradingsite.settings.alerts import *  # noqa: F403
 from tradingsite.settings.api import *  # noqa: F403
 from tradingsite.settings.base import *  # noqa: F403
 from tradingsite.settings.channel_layers import *  # noqa: F403

@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "dashboard",
+    "preferences",  # per-user time zone
+    "alerts",  # notification channels, alert history and delivery
     "django_celery_beat",  # the beat schedule, in the database and the admin
 ]
 
@@ -53,6 +55,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "preferences.middleware.UserTimeZoneMiddleware",  # the user's zone for every rendered time
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
@@ -72,6 +75,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "preferences.middleware.time_zone",
             ],
         },
     },

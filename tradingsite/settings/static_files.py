@@ -13,9 +13,12 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 CHART_ASSET_DIR = Path(
     env.str("CHART_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "lightweight-charts" / "dist"))
 )
+# The API viewer (Swagger UI) from npm as well; api.docs checks it the same way.
+SWAGGER_UI_ASSET_DIR = Path(env.str("SWAGGER_UI_ASSET_DIR", default=str(BASE_DIR / "node_modules" / "swagger-ui-dist")))
 STATICFILES_DIRS: list[Path | tuple[str, Path]] = [
     BASE_DIR / "static",
     ("vendor/lightweight-charts", CHART_ASSET_DIR),
+    ("vendor/swagger-ui", SWAGGER_UI_ASSET_DIR),
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
