@@ -1,10 +1,13 @@
 from django.urls import path
 
-from dashboard import unresolved, views
+from dashboard import trade_pages, unresolved, views
 
 urlpatterns = [
     path("", views.dashboard_page, name="dashboard"),
     path("dashboard/panels/<slug:name>/", views.panel, name="dashboard-panel"),
+    path("trades/", trade_pages.trades_page, name="trades"),
+    path("trades/export.csv", trade_pages.trades_csv, name="trades-csv"),
+    path("performance/", trade_pages.performance_page, name="performance"),
     path("controls/strategies/<int:pk>/", views.strategy_toggle, name="control-strategy"),
     path("controls/trade-settings/<int:pk>/", views.trade_setting_toggle, name="control-trade-setting"),
     path("controls/kill-switch/<str:scope>/", views.kill_switch_toggle, name="control-kill-switch"),
