@@ -49,6 +49,9 @@ route(
 route(
     "controls/intents/<str:client_order_id>/wait/", "/controls/intents/{client_order_id}/wait/", (LOGIN, 405, 405, 405)
 )
+route("trades/", "/trades/", (LOGIN, 200, 200, 200))
+route("trades/export.csv", "/trades/export.csv", (LOGIN, 200, 200, 200))
+route("performance/", "/performance/", (LOGIN, 200, 200, 200))
 route("login/", "/login/", (200, 200, 200, 200))
 route("logout/", "/logout/", (LOGIN, 405, 405, 405))
 route("healthz", "/healthz", (200, 200, 200, 200))
@@ -75,6 +78,7 @@ _API = {
     "signals": "strategysignal",
     "strategies": "strategy",
     "prompts": "authprompt",
+    "trades": "trade",
 }
 for _resource, _key in _API.items():
     route(f"api/{_resource}/", f"/api/{_resource}/", (401, 200, 200, 200))
@@ -91,6 +95,8 @@ route(
     "/api/accounts/{account}/journal.json",
     (401, 404, 404, 200),
 )
+route("api/performance/", "/api/performance/", (401, 200, 200, 200))
+route("api/performance\\.(?P<format>[a-z0-9]+)/?", "/api/performance.json", (401, 200, 200, 200))
 route("api/health/", "/api/health/", (401, 403, 200, 200))
 route("api/health\\.(?P<format>[a-z0-9]+)/?", "/api/health.json", (401, 403, 200, 200))
 route("api/health/(?P<pk>.+)/", "/api/health/{component}/", (401, 403, 200, 200))
