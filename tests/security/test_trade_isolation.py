@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from tests.security.tenant_world import World, world_fixture  # noqa: F401  (the fixture)
 
