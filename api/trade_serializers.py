@@ -77,7 +77,7 @@ class _StatsSerializer(serializers.Serializer):
 
 
 class _GroupSerializer(_StatsSerializer):
-    label = serializers.CharField()
+    name = serializers.CharField(help_text="The instrument (feed / symbol), strategy or account.")
 
 
 class _PeriodSerializer(serializers.Serializer):

@@ -279,7 +279,7 @@ def performance_report(
 
 def report_for(filtered: TradeFilter) -> PerformanceReport:
     """The performance of a valid TradeFilter's trades; the capital is that of the accounts in scope."""
-    user = filtered.request.user  # type: ignore[union-attr]  # a filter of a page or API request
+    user = filtered.request.user
     accounts = accounts_for_user(user)
     account = filtered.form.cleaned_data.get("account")
     if account is not None:
@@ -293,7 +293,7 @@ def report_json(report: PerformanceReport) -> dict[str, Any]:
     """The report as the API sends it: money and ratios as exact decimal strings."""
 
     def groups(rows: list[GroupStats], key: str) -> list[dict[str, Any]]:
-        return [{key: row.key, "label": row.label, **row.stats.as_json()} for row in rows]
+        return [{key: row.key, "name": row.label, **row.stats.as_json()} for row in rows]
 
     drawdown = report.drawdown
     return {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -68,7 +68,7 @@ def trades_page(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def trades_csv(request: HttpRequest) -> HttpResponse:
+def trades_csv(request: HttpRequest) -> HttpResponseBase:
     """The filtered closed trades as CSV, streamed."""
     trades = _filtered(request)
     if not trades.is_valid():

@@ -195,15 +195,15 @@ def test_the_figures_match_the_hand_computed_history(history_world: HistoryWorld
         ("2026-11-10", "9992.7"),
         ("2026-12-01", "10011.7"),
     ]
-    assert [(g["label"], g["trades"], g["net_pnl"]) for g in report["by_instrument"]] == [
+    assert [(g["name"], g["trades"], g["net_pnl"]) for g in report["by_instrument"]] == [
         ("sim / BTCUSDT", 3, "16"),
         ("sim / ETHUSDT", 2, "-4.3"),
     ]
-    assert [(g["label"], g["net_pnl"], g["win_rate"]) for g in report["by_strategy"]] == [
+    assert [(g["name"], g["net_pnl"], g["win_rate"]) for g in report["by_strategy"]] == [
         ("beta", "19", "100"),
         ("alpha", "-7.3", "50"),
     ]
-    assert [(g["label"], g["net_pnl"]) for g in report["by_account"]] == [("history", "11.7")]
+    assert [(g["name"], g["net_pnl"]) for g in report["by_account"]] == [("history", "11.7")]
 
 
 def test_the_figures_follow_the_filters(history_world: HistoryWorld) -> None:
@@ -242,7 +242,7 @@ def test_the_report_reads_only_the_users_trades(history_world: HistoryWorld) -> 
     other.force_login(history_world.other.owner)
     report = other.get("/api/performance/").json()
     assert report["summary"]["trades"] == 1 and report["summary"]["net_pnl"] == "-30.2"
-    assert [g["label"] for g in report["by_account"]] == ["theirs"]
+    assert [g["name"] for g in report["by_account"]] == ["theirs"]
 
 
 def test_the_report_function_is_the_api_figures(history_world: HistoryWorld) -> None:
