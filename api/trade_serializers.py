@@ -99,7 +99,9 @@ class PerformanceSerializer(serializers.Serializer):
     max_drawdown = serializers.CharField()
     max_drawdown_percent = serializers.CharField(allow_null=True)
     drawdown_peak_equity = serializers.CharField()
-    journal_realized_pnl = serializers.CharField()
+    ledger_realized_pnl = serializers.CharField(
+        help_text="The capital ledger's realized P&L (the sum of its journal), all time."
+    )
     by_instrument = _GroupSerializer(many=True)
     by_strategy = _GroupSerializer(many=True)
     by_account = _GroupSerializer(many=True)

@@ -1,34 +1,38 @@
 """Performance of a set of closed trades, computed by the database in exact numbers.
 
-Every figure is an aggregate over the trades' positions (whose figures the fill handlers
-keep from the fills) or over the ledger journal: sums, counts and conditional sums per
-instrument, strategy, account and day/week/month; the maximum drawdown with window
-functions over the trades in exit order. Python only divides the exact totals (win
-rate, profit factor, averages) and adds up the daily totals into the equity curve.
+Two reads of the trades: one aggregate (counts, sums, conditional sums, maximum and
+minimum P&L) per exit day, instrument, strategy and account, from which every total,
+per-group figure and daily/weekly/monthly P&L is merged exactly (partial sums of
+disjoint groups add up); and the maximum drawdown, with window functions over the
+trades in exit order (running sum, running maximum). Python only adds those partial
+integers and divides exact totals (win rate, profit factor, averages). The ledger's
+realized P&L (the sum of its journal) stands beside the trades' for comparison.
 
 Money is fixed point (value x core.fixed_point.SCALE); ratios are Decimals.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, localcontext
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
-from django.db.models.functions import TruncDay, TruncMonth, TruncWeek
+from django.db.models.functions import TruncDay
 
 from core.fixed_point import SCALE_DIGITS, fixed_to_str
 from dashboard.selectors import accounts_for_user
 from dashboard.trade_filters import TradeFilter
-from orders.models import CapitalLedger, LedgerEntry, Position
+from feeds.models import Instrument
+from orders.models import Account, CapitalLedger, Position
+from processor.models import Strategy
 
 RATIO_PLACES = Decimal("0.0001")
 PERCENT_PLACES = Decimal("0.01")
 MONEY_PLACES = Decimal(1).scaleb(-SCALE_DIGITS)
-PERIODS = {"day": TruncDay, "week": TruncWeek, "month": TruncMonth}
 
 
 def _aggregates() -> dict[str, Any]:
@@ -67,6 +71,12 @@ def _money(value: Any) -> int:
     return 0 if value is None else int(value)
 
 
+def _extreme(pick: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return pick(a, b)
+
+
 @dataclass(frozen=True)
 class TradeStats:
     """Counts and money (fixed point) of a group of trades."""
@@ -94,6 +104,20 @@ class TradeStats:
             fees=_money(row.get("fees")),
             best=None if not trades else _money(row.get("best")),
             worst=None if not trades else _money(row.get("worst")),
+        )
+
+    def __add__(self, other: TradeStats) -> TradeStats:
+        """The stats of two disjoint groups of trades together."""
+        return TradeStats(
+            trades=self.trades + other.trades,
+            wins=self.wins + other.wins,
+            losses=self.losses + other.losses,
+            net_pnl=self.net_pnl + other.net_pnl,
+            gross_profit=self.gross_profit + other.gross_profit,
+            gross_loss=self.gross_loss + other.gross_loss,
+            fees=self.fees + other.fees,
+            best=_extreme(max, self.best, other.best),
+            worst=_extreme(min, self.worst, other.worst),
         )
 
     @property
@@ -169,7 +193,7 @@ class PerformanceReport:
     capital: int
     summary: TradeStats
     drawdown: Drawdown
-    journal_realized_pnl: int
+    ledger_realized_pnl: int
     by_instrument: list[GroupStats] = field(default_factory=list)
     by_strategy: list[GroupStats] = field(default_factory=list)
     by_account: list[GroupStats] = field(default_factory=list)
@@ -177,29 +201,62 @@ class PerformanceReport:
     equity_curve: list[EquityPoint] = field(default_factory=list)
 
 
-def _grouped(trades: QuerySet[Position], key: str, *label: str) -> list[GroupStats]:
-    rows = trades.values(key, *label).annotate(**_aggregates()).order_by("-net_pnl", key)
+_FINE = ("day", "instrument_id", "strategy_id", "account_id")
+
+
+def _fine_groups(trades: QuerySet[Position], zone: tzinfo) -> list[tuple[date, int, int | None, int, TradeStats]]:
+    """The one scan of the trades: their aggregates per (exit day, instrument, strategy, account).
+
+    Counts, sums, maxima and minima of disjoint groups add up exactly to those of any
+    coarser group, so every other figure is merged from these rows (never more rows
+    than trades, and usually far fewer) instead of scanning the trades again.
+    """
+    rows = trades.annotate(day=TruncDay("exit_at", tzinfo=zone)).values(*_FINE).annotate(**_aggregates()).order_by()
     return [
-        GroupStats(
-            key=row[key],
-            label=" / ".join(str(row[name] or "–") for name in reversed(label)),
-            stats=TradeStats.from_row(row),
-        )
+        (_as_date(row["day"]), row["instrument_id"], row["strategy_id"], row["account_id"], TradeStats.from_row(row))
         for row in rows
     ]
 
 
-def _periods(trades: QuerySet[Position], zone: tzinfo) -> dict[str, list[PeriodPnl]]:
-    result: dict[str, list[PeriodPnl]] = {}
-    for name, trunc in PERIODS.items():
-        rows = (
-            trades.annotate(period=trunc("exit_at", tzinfo=zone))
-            .values("period")
-            .annotate(trades=Count("id"), pnl=Sum("realized_pnl"))
-            .order_by("period")
-        )
+def _merge(pairs: Iterable[tuple[Any, TradeStats]]) -> dict[Any, TradeStats]:
+    merged: dict[Any, TradeStats] = {}
+    for key, stats in pairs:
+        merged[key] = merged[key] + stats if key in merged else stats
+    return merged
+
+
+def _grouped(merged: dict[Any, TradeStats], labels: dict[Any, str]) -> list[GroupStats]:
+    groups = [GroupStats(key=key, label=labels.get(key, "–"), stats=stats) for key, stats in merged.items()]
+    return sorted(groups, key=lambda group: (-group.stats.net_pnl, group.label, group.key or 0))
+
+
+def _labels(fine: list[tuple[date, int, int | None, int, TradeStats]]) -> tuple[dict[Any, str], ...]:
+    instruments = {row[1] for row in fine}
+    strategies = {row[2] for row in fine} - {None}
+    accounts = {row[3] for row in fine}
+    return (
+        {
+            pk: f"{feed} / {symbol}"
+            for pk, symbol, feed in Instrument.objects.filter(pk__in=instruments).values_list(
+                "pk", "symbol", "feed__name"
+            )
+        },
+        dict(Strategy.objects.filter(pk__in=strategies).values_list("pk", "name")),
+        dict(Account.objects.filter(pk__in=accounts).values_list("pk", "name")),
+    )
+
+
+def _periods(days: dict[date, TradeStats]) -> dict[str, list[PeriodPnl]]:
+    starts = {
+        "day": lambda day: day,
+        "week": lambda day: day - timedelta(days=day.weekday()),  # ISO weeks, from Monday
+        "month": lambda day: day.replace(day=1),
+    }
+    result = {}
+    for name, start in starts.items():
+        merged = _merge((start(day), stats) for day, stats in days.items())
         result[name] = [
-            PeriodPnl(start=_as_date(row["period"]), trades=row["trades"], pnl=_money(row["pnl"])) for row in rows
+            PeriodPnl(start=key, trades=merged[key].trades, pnl=merged[key].net_pnl) for key in sorted(merged)
         ]
     return result
 
@@ -251,9 +308,11 @@ def _equity_curve(daily: list[PeriodPnl], capital: int) -> list[EquityPoint]:
     return points
 
 
-def journal_realized_pnl(account_ids: QuerySet[Any]) -> int:
-    """Realized P&L as the ledger journal has it (fees of open positions included)."""
-    total = LedgerEntry.objects.filter(account_id__in=account_ids).aggregate(s=Sum("delta_realized_pnl"))["s"]
+def ledger_realized_pnl(account_ids: QuerySet[Any]) -> int:
+    """Realized P&L of the accounts as their ledgers hold it: the sum of their journal's
+    realized deltas (the ledger watchdog checks the two agree), entry fees of open
+    positions included."""
+    total = CapitalLedger.objects.filter(account_id__in=account_ids).aggregate(s=Sum("realized_pnl"))["s"]
     return _money(total)
 
 
@@ -262,16 +321,18 @@ def performance_report(
 ) -> PerformanceReport:
     """The figures of `trades` (already scoped and filtered); `capital` starts the equity curve."""
     trades = trades.order_by()
-    summary = TradeStats.from_row(trades.aggregate(**_aggregates()))
-    periods = _periods(trades, zone)
+    fine = _fine_groups(trades, zone)
+    instruments, strategies, accounts = _labels(fine)
+    periods = _periods(_merge((row[0], row[4]) for row in fine))
+    summary = sum((row[4] for row in fine), TradeStats())
     return PerformanceReport(
         capital=capital,
         summary=summary,
         drawdown=_drawdown(trades, capital),
-        journal_realized_pnl=journal_realized_pnl(account_ids),
-        by_instrument=_grouped(trades, "instrument_id", "instrument__symbol", "instrument__feed__name"),
-        by_strategy=_grouped(trades, "strategy_id", "strategy__name"),
-        by_account=_grouped(trades, "account_id", "account__name"),
+        ledger_realized_pnl=ledger_realized_pnl(account_ids),
+        by_instrument=_grouped(_merge((row[1], row[4]) for row in fine), instruments),
+        by_strategy=_grouped(_merge((row[2], row[4]) for row in fine), strategies),
+        by_account=_grouped(_merge((row[3], row[4]) for row in fine), accounts),
         periods=periods,
         equity_curve=_equity_curve(periods["day"], capital),
     )
@@ -302,7 +363,7 @@ def report_json(report: PerformanceReport) -> dict[str, Any]:
         "max_drawdown": fixed_to_str(drawdown.amount),
         "max_drawdown_percent": None if drawdown.percent is None else decimal_text(drawdown.percent),
         "drawdown_peak_equity": fixed_to_str(drawdown.peak_equity),
-        "journal_realized_pnl": fixed_to_str(report.journal_realized_pnl),
+        "ledger_realized_pnl": fixed_to_str(report.ledger_realized_pnl),
         "by_instrument": groups(report.by_instrument, "instrument"),
         "by_strategy": groups(report.by_strategy, "strategy"),
         "by_account": groups(report.by_account, "account"),

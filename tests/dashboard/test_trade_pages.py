@@ -173,7 +173,7 @@ def test_the_figures_match_the_hand_computed_history(history_world: HistoryWorld
     }
     assert (report["capital"], report["max_drawdown"], report["max_drawdown_percent"]) == ("10000", "16.3", "0.16")
     assert report["drawdown_peak_equity"] == "10009"
-    assert report["journal_realized_pnl"] == "11.7"
+    assert report["ledger_realized_pnl"] == "11.7"
     assert [(d["start"], d["trades"], d["pnl"]) for d in report["daily"]] == [
         ("2026-11-02", 1, "9"),
         ("2026-11-03", 2, "-7.5"),
