@@ -28,6 +28,7 @@ def test_no_one_else_sees_the_owners_closed_trade(world: World, role: str) -> No
     for path in ("/trades/", f"/trades/?account={world.ids['account']}"):
         response = client.get(path)
         assert response.status_code == 200 and response.context["total"] == 0, path
+        assert "No closed trades" in response.content.decode(), path
     csv_lines = _body(client.get("/trades/export.csv")).strip().splitlines()
     assert len(csv_lines) == 1  # the header only
     # The owner's account is not offered as a filter choice either.
