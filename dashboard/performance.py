@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, localcontext
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import TruncDay
@@ -286,7 +287,10 @@ LIMIT 1
 
 def _drawdown(trades: QuerySet[Position], capital: int) -> Drawdown:
     """Peak-to-trough of capital + cumulative P&L (the start, before any trade, is a peak)."""
-    sql, params = trades.order_by().values("id", "exit_at", "realized_pnl").query.sql_with_params()
+    try:
+        sql, params = trades.order_by().values("id", "exit_at", "realized_pnl").query.sql_with_params()
+    except EmptyResultSet:  # no accounts at all: the query has nothing to read
+        return Drawdown(peak_equity=capital)
     with connection.cursor() as cursor:
         cursor.execute(_DRAWDOWN_SQL.format(trades=sql), params)
         row = cursor.fetchone()

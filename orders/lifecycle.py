@@ -436,6 +436,13 @@ _POSITION_COLUMNS = (
     "realized_pnl",
     "state",
     "opened_at",
+    # the trade figures (orders.trade_figures), from nothing
+    "entry_quantity",
+    "entry_notional",
+    "exit_quantity",
+    "exit_notional",
+    "fees",
+    "exit_reason",
 )
 
 
@@ -559,7 +566,8 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
     seeds: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
     for row in simple:
         seeds.setdefault(
-            (row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now)
+            (row[2], row[4], row[3]),
+            (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now, 0, 0, 0, 0, 0, ""),
         )
     # A new position per (account, instrument, strategy), unless one is open already
     # (the partial unique index of open positions), which is then locked and used.

@@ -50,3 +50,18 @@ def test_the_positions_api_shows_a_closed_positions_figures(history_world: Histo
     assert body["entry_quantity"] == "2" and body["exit_quantity"] == "2"
     assert (body["entry_price"], body["exit_price"], body["fees"]) == ("110", "105", "2")
     assert body["entry_at"].startswith("2026-11-02T12:00:00") and body["exit_reason"] == "EXIT_LONG"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trade_closed_by_reconciliation_says_so() -> None:
+    from tests.orders.factories import make_instrument, make_setup
+    from tests.orders.trade_history import RoundTrip, book_round_trip
+
+    setup = make_setup(capital="1000")
+    at = datetime(2026, 11, 2, 10, tzinfo=UTC)
+    trip = RoundTrip("SHORT", "2", "10", "12", "0.01", "0.02", at, at.replace(hour=12))
+    position = book_round_trip(
+        setup.account, setup.strategy, make_instrument(symbol="XRPUSDT"), trip, exit_via_reconciliation=True
+    )
+    assert position.exit_reason == "reconciliation"
+    assert (position.realized_pnl, position.fees) == (parse_fixed("-4.03"), parse_fixed("0.03"))

@@ -54,10 +54,20 @@ def _order(account: Account, strategy: Strategy | None, instrument: Instrument, 
 
 
 def _fill(
-    account: Account, exchange_id: str, symbol: str, side: str, quantity: int, price: str, fee: str, at: datetime
+    account: Account,
+    exchange_id: str,
+    symbol: str,
+    side: str,
+    quantity: int,
+    price: str,
+    fee: str,
+    at: datetime,
+    *,
+    via_reconciliation: bool = False,
 ) -> None:
     assert lifecycle.lifecycle_apply_fill(
         account_id=account.pk,
+        via_reconciliation=via_reconciliation,
         fill=BrokerFill(
             exchange_trade_id=f"t-{exchange_id}",
             exchange_order_id=exchange_id,
@@ -71,8 +81,18 @@ def _fill(
     )
 
 
-def book_round_trip(account: Account, strategy: Strategy | None, instrument: Instrument, trip: RoundTrip) -> Position:
-    """Enter and close one position with market orders filled once each; return the closed position."""
+def book_round_trip(
+    account: Account,
+    strategy: Strategy | None,
+    instrument: Instrument,
+    trip: RoundTrip,
+    *,
+    exit_via_reconciliation: bool = False,
+) -> Position:
+    """Enter and close one position with market orders filled once each; return the closed position.
+
+    `exit_via_reconciliation`: the exit fill is booked as reconciliation found it.
+    """
     n = next(_seq)
     quantity = parse_fixed(trip.quantity)
     entry_side, exit_side = ("BUY", "SELL") if trip.side == "LONG" else ("SELL", "BUY")
@@ -108,5 +128,15 @@ def book_round_trip(account: Account, strategy: Strategy | None, instrument: Ins
     sizing = lifecycle.exit_intent_create(spec=exit_spec)
     assert sizing.intent is not None, sizing
     exit_id = _order(account, strategy, instrument, exit_spec)
-    _fill(account, exit_id, instrument.venue_symbol, exit_side, quantity, trip.exit, trip.exit_fee, trip.exit_at)
+    _fill(
+        account,
+        exit_id,
+        instrument.venue_symbol,
+        exit_side,
+        quantity,
+        trip.exit,
+        trip.exit_fee,
+        trip.exit_at,
+        via_reconciliation=exit_via_reconciliation,
+    )
     return Position.objects.get(orders__client_order_id=base.client_order_id)
