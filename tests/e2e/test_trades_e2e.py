@@ -1,39 +1,19 @@
 """A trader reviews their closed trades and performance in the browser: the history with its
 filters and CSV, and the performance figures, against the hand-computed history of
-tests.orders.trade_fixture (booked for carol through the real lifecycle)."""
+tests.orders.trade_fixture (booked for carol through the real lifecycle by site_setup)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from tests.e2e.conftest import PASSWORD, ROOT, Site, open_dashboard, screenshot
-
-
-@pytest.fixture(scope="module")
-def carol_strategies(site: Site) -> dict[str, int]:
-    code = f"import django; django.setup(); from tests.e2e.trade_history_setup import main; main({PASSWORD!r})"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={**site.env, "DJANGO_SETTINGS_MODULE": "tradingsite.settings"},
-        check=True,
-        timeout=120,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(result.stdout.strip().splitlines()[-1])
+from tests.e2e.conftest import Site, open_dashboard, screenshot
 
 
 def _pnls(page) -> list[str]:  # type: ignore[no-untyped-def]
     return [cell.strip() for cell in page.locator("#trades tbody tr td.pnl").all_text_contents()]
 
 
-def test_the_trades_view_lists_and_filters_the_closed_trades(site: Site, browser, carol_strategies) -> None:  # type: ignore[no-untyped-def]
+def test_the_trades_view_lists_and_filters_the_closed_trades(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     page = open_dashboard(browser, site, "carol")
     page.click("header nav >> text=Trades")
     page.wait_for_url(f"{site.base}/trades/")
@@ -54,7 +34,7 @@ def test_the_trades_view_lists_and_filters_the_closed_trades(site: Site, browser
     assert first.locator("td.pnl-percent").text_content() == "9.00"
     screenshot(page, "trades")
 
-    page.select_option("#trade-filters select[name=strategy]", str(carol_strategies["alpha"]))
+    page.select_option("#trade-filters select[name=strategy]", label="carol-alpha")
     page.fill("#trade-filters input[name=symbol]", "ETHUSDT")
     page.click("#trade-filters button[type=submit]")
     page.wait_for_url("**/trades/?*")
@@ -75,7 +55,7 @@ def test_the_trades_view_lists_and_filters_the_closed_trades(site: Site, browser
     page.context.close()
 
 
-def test_the_performance_page_shows_the_hand_computed_figures(site: Site, browser, carol_strategies) -> None:  # type: ignore[no-untyped-def]
+def test_the_performance_page_shows_the_hand_computed_figures(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     page = open_dashboard(browser, site, "carol")
     page.click("header nav >> text=Performance")
     page.wait_for_url(f"{site.base}/performance/")
@@ -108,7 +88,7 @@ def test_the_performance_page_shows_the_hand_computed_figures(site: Site, browse
     assert len((page.locator("#equity-curve polyline").get_attribute("points") or "").split()) == 5
     screenshot(page, "performance")
 
-    page.select_option("#trade-filters select[name=strategy]", str(carol_strategies["alpha"]))
+    page.select_option("#trade-filters select[name=strategy]", label="carol-alpha")
     page.click("#trade-filters button[type=submit]")
     page.wait_for_url("**/performance/?*")
     assert page.locator("#perf-net-pnl").text_content() == "-7.3"
@@ -116,9 +96,9 @@ def test_the_performance_page_shows_the_hand_computed_figures(site: Site, browse
     page.context.close()
 
 
-def test_another_user_sees_none_of_carols_trades(site: Site, browser, carol_strategies) -> None:  # type: ignore[no-untyped-def]
+def test_another_user_sees_none_of_carols_trades(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     page = open_dashboard(browser, site, "bob")
-    page.goto(f"{site.base}/trades/?strategy={carol_strategies['alpha']}")
+    page.goto(f"{site.base}/trades/?symbol=ETHUSDT")
     assert "No closed trades" in (page.locator("#trades").text_content() or "")
     page.goto(f"{site.base}/performance/")
     assert page.locator("#perf-trades").text_content() != "5"
