@@ -189,7 +189,9 @@ def main() -> None:
         median, slowest, status, queries = _time(client, path, args.runs)
         print(f"{path:<92} {median:>9.1f} {slowest:>8.1f} {queries:>7} {status}")
     median, slowest, status, _ = _time(client, "/trades/export.csv", 1)
-    print(f"{'/trades/export.csv (the whole history, streamed; a download)':<92} {median:>9.1f} {slowest:>8.1f} {'':>7} {status}")
+    print(
+        f"{'/trades/export.csv (the whole history, streamed; a download)':<92} {median:>9.1f} {slowest:>8.1f} {'':>7} {status}"
+    )
 
 
 if __name__ == "__main__":

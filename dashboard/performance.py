@@ -233,7 +233,7 @@ def _grouped(merged: dict[Any, TradeStats], labels: dict[Any, str]) -> list[Grou
 
 def _labels(fine: list[tuple[date, int, int | None, int, TradeStats]]) -> tuple[dict[Any, str], ...]:
     instruments = {row[1] for row in fine}
-    strategies = {row[2] for row in fine} - {None}
+    strategies = {row[2] for row in fine if row[2] is not None}
     accounts = {row[3] for row in fine}
     return (
         {
@@ -248,12 +248,12 @@ def _labels(fine: list[tuple[date, int, int | None, int, TradeStats]]) -> tuple[
 
 
 def _periods(days: dict[date, TradeStats]) -> dict[str, list[PeriodPnl]]:
-    starts = {
+    starts: dict[str, Callable[[date], date]] = {
         "day": lambda day: day,
         "week": lambda day: day - timedelta(days=day.weekday()),  # ISO weeks, from Monday
         "month": lambda day: day.replace(day=1),
     }
-    result = {}
+    result: dict[str, list[PeriodPnl]] = {}
     for name, start in starts.items():
         merged = _merge((start(day), stats) for day, stats in days.items())
         result[name] = [
