@@ -12,6 +12,7 @@ from core.fixed_point import fixed_to_str
 from dashboard.pnl import unrealized_pnl
 from feeds.market import fixed_from_decimal
 from orders.models import Account, Fill, LedgerEntry, Order, Outcome, Position, SignalOutcome
+from orders.trade_figures import entry_price, exit_price
 from processor.models import Strategy, StrategySignal
 from recovery.models import AuthPrompt
 
@@ -140,6 +141,12 @@ class PositionSerializer(serializers.ModelSerializer):
     realized_pnl = FixedPointField()
     last_price = FixedPointField()
     unrealized_pnl = serializers.SerializerMethodField()
+    # Kept after the position closes (quantity and cost are 0 then).
+    entry_quantity = FixedPointField()
+    entry_price = serializers.SerializerMethodField()
+    exit_quantity = FixedPointField()
+    exit_price = serializers.SerializerMethodField()
+    fees = FixedPointField()
 
     class Meta:
         model = Position
@@ -159,7 +166,27 @@ class PositionSerializer(serializers.ModelSerializer):
             "unrealized_pnl",
             "opened_at",
             "closed_at",
+            "entry_quantity",
+            "entry_price",
+            "entry_at",
+            "exit_quantity",
+            "exit_price",
+            "exit_at",
+            "fees",
+            "exit_reason",
         ]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_entry_price(self, position: Position) -> str | None:
+        """Average price of the entry fills."""
+        price = entry_price(position)
+        return None if price is None else str(price)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_exit_price(self, position: Position) -> str | None:
+        """Average price of the exit fills (their closing part)."""
+        price = exit_price(position)
+        return None if price is None else str(price)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_unrealized_pnl(self, position: Position) -> str | None:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import chart_history, depth, manual_views, unresolved, views
+from dashboard import chart_history, depth, manual_views, trade_pages, unresolved, views
 
 urlpatterns = [
     path("", views.dashboard_page, name="dashboard"),
@@ -8,6 +8,9 @@ urlpatterns = [
     path("markets/depth/", depth.depth_index, name="depth-index"),
     path("markets/<int:pk>/depth/", depth.depth_page, name="depth"),
     path("dashboard/charts/<int:instrument_id>/history/", chart_history.chart_history, name="chart-history"),
+    path("trades/", trade_pages.trades_page, name="trades"),
+    path("trades/export.csv", trade_pages.trades_csv, name="trades-csv"),
+    path("performance/", trade_pages.performance_page, name="performance"),
     path("controls/strategies/<int:pk>/", views.strategy_toggle, name="control-strategy"),
     path("controls/trade-settings/<int:pk>/", views.trade_setting_toggle, name="control-trade-setting"),
     path("controls/kill-switch/<str:scope>/", views.kill_switch_toggle, name="control-kill-switch"),

@@ -15,6 +15,7 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 
 from core.admin_scope import OwnerScopedAdmin, is_superuser, owner_change
+from core.fixed_point import fixed_to_str
 from orders.models import (
     Account,
     AuditEvent,
@@ -27,6 +28,7 @@ from orders.models import (
     TradeSetting,
 )
 from orders.selectors import signal_outcomes_for_user
+from orders.trade_figures import entry_price, exit_price
 from preferences.templatetags.times import ns_when
 
 
@@ -107,8 +109,44 @@ class FillAdmin(OwnedByAccountAdmin):
 
 @admin.register(Position)
 class PositionAdmin(OwnedByAccountAdmin):
-    list_display = ["account", "instrument", "strategy", "side", "state", "opened_at"]
+    list_display = [
+        "account",
+        "instrument",
+        "strategy",
+        "side",
+        "state",
+        "opened_at",
+        "entry_at",
+        "exit_at",
+        "trade_quantity",
+        "trade_entry_price",
+        "trade_exit_price",
+        "trade_pnl",
+        "exit_reason",
+    ]
     list_filter = ["state", "side"]
+    list_select_related = ["account", "instrument", "strategy"]
+    readonly_fields = ["trade_quantity", "trade_entry_price", "trade_exit_price", "trade_fees", "trade_pnl"]
+
+    @admin.display(description="entry quantity")
+    def trade_quantity(self, position: Position) -> str:
+        return fixed_to_str(position.entry_quantity)
+
+    @admin.display(description="entry price")
+    def trade_entry_price(self, position: Position) -> str:
+        return str(entry_price(position) or "-")
+
+    @admin.display(description="exit price")
+    def trade_exit_price(self, position: Position) -> str:
+        return str(exit_price(position) or "-")
+
+    @admin.display(description="fees")
+    def trade_fees(self, position: Position) -> str:
+        return fixed_to_str(position.fees)
+
+    @admin.display(description="realized P&L")
+    def trade_pnl(self, position: Position) -> str:
+        return fixed_to_str(position.realized_pnl)
 
 
 @admin.register(CapitalLedger)

@@ -28,6 +28,7 @@ from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, Orde
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
 from orders.rows import any_of, insert_rows, table
+from orders.trade_figures import exit_reason, figures_add_entry, figures_add_exit
 
 T = TypeVar("T")
 ENDED_WITHOUT_FILLING = frozenset({OrderStatus.CANCELED, OrderStatus.REJECTED, OrderStatus.EXPIRED})
@@ -435,6 +436,13 @@ _POSITION_COLUMNS = (
     "realized_pnl",
     "state",
     "opened_at",
+    # the trade figures (orders.trade_figures), from nothing
+    "entry_quantity",
+    "entry_notional",
+    "exit_quantity",
+    "exit_notional",
+    "fees",
+    "exit_reason",
 )
 
 
@@ -558,7 +566,8 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
     seeds: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
     for row in simple:
         seeds.setdefault(
-            (row[2], row[4], row[3]), (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now)
+            (row[2], row[4], row[3]),
+            (row[2], row[3], row[4], row[6], 0, 0, 0, 0, Position.State.OPEN, now, 0, 0, 0, 0, 0, ""),
         )
     # A new position per (account, instrument, strategy), unless one is open already
     # (the partial unique index of open positions), which is then locked and used.
@@ -743,7 +752,7 @@ def lifecycle_apply_fill(*, account_id: int, fill: BrokerFill, via_reconciliatio
         if order.intent == Intent.ENTRY:
             _entry_fill(ledger, order, position, quantity, value, fill)
         else:
-            _exit_fill(ledger, order, position, quantity, value, fill)
+            _exit_fill(ledger, order, position, quantity, value, fill, via_reconciliation=via_reconciliation)
         order.filled_quantity += quantity
         order.filled_notional += value
         if order.status not in TERMINAL_STATUSES:
@@ -792,11 +801,19 @@ def _entry_fill(
     if position.state == Position.State.CLOSED:
         position.state = Position.State.OPEN
         position.closed_at = None
-    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at"])
+    figures = figures_add_entry(position, quantity=quantity, value=value, fee=fill.fee, ts_event=fill.ts_event)
+    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at", *figures])
 
 
 def _exit_fill(
-    ledger: CapitalLedger, order: Order, position: Position, quantity: int, value: int, fill: BrokerFill
+    ledger: CapitalLedger,
+    order: Order,
+    position: Position,
+    quantity: int,
+    value: int,
+    fill: BrokerFill,
+    *,
+    via_reconciliation: bool,
 ) -> None:
     held = position.quantity
     closing = min(quantity, held)
@@ -822,7 +839,15 @@ def _exit_fill(
     if position.quantity == 0:
         position.state = Position.State.CLOSED
         position.closed_at = timezone.now()
-    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at"])
+    reason = (
+        exit_reason(intent_row_id=order.intent_row_id, via_reconciliation=via_reconciliation)
+        if not position.quantity
+        else ""
+    )
+    figures = figures_add_exit(
+        position, closing=closing, proceeds=proceeds, fee=fill.fee, ts_event=fill.ts_event, reason=reason
+    )
+    position.save(update_fields=["quantity", "cost", "locked", "realized_pnl", "state", "closed_at", *figures])
 
 
 def lifecycle_order_update(*, account_id: int, broker_order: BrokerOrder, via_reconciliation: bool = False) -> bool:

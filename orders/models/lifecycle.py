@@ -112,9 +112,26 @@ class Position(models.Model):
     state = models.CharField(max_length=6, choices=State.choices, default=State.OPEN)
     opened_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # The trade's figures, kept after it closes (quantity and cost fall to 0 then): the
+    # fill handlers add to them in the transaction that books each fill.
+    entry_quantity = FixedPointField(default=0, help_text="Quantity bought (long) or sold (short) to open.")
+    entry_notional = FixedPointField(default=0, help_text="Notional of the entry fills.")
+    exit_quantity = FixedPointField(default=0, help_text="Quantity closed by exit fills.")
+    exit_notional = FixedPointField(default=0, help_text="Notional of the closing part of the exit fills.")
+    fees = FixedPointField(default=0, help_text="Fees of every fill of this position (entry and exit).")
+    entry_at = models.DateTimeField(null=True, blank=True, help_text="Broker time of the first entry fill.")
+    exit_at = models.DateTimeField(null=True, blank=True, help_text="Broker time of the latest exit fill.")
+    exit_reason = models.CharField(
+        max_length=24, blank=True, help_text="The closing order's signal kind, or 'reconciliation'."
+    )
 
     class Meta:
         ordering = ["-opened_at", "-id"]
+        indexes = [
+            # The closed-trade history and the performance aggregates: one account's
+            # closed trades in exit order.
+            models.Index(fields=["account", "state", "exit_at"], name="position_trade_history"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["account", "instrument", "strategy"],

@@ -18,6 +18,7 @@ from orders.models import Account, TradeSetting
 from processor.models import Strategy
 from recovery.services import token_await_auth
 from recovery.tokens import TokenKey, TokenKind
+from tests.orders.trade_fixture import book_fixture_history
 from tradingsite.demo import demo_load
 
 REPLAY_SYMBOL = "BRK-USD"
@@ -71,6 +72,9 @@ def main(var_dir: str, password: str, start_ms: int) -> None:
         owner=bob, name="Bob paper", defaults={"allocated_capital": Decimal("10000")}
     )
     TradeSetting.objects.get_or_create(strategy=strategy, account=bob_account, defaults={"quantity": Decimal("2")})
+
+    # carol's closed trades, hand-computed (tests.orders.trade_fixture), booked before the runtime starts.
+    book_fixture_history(username="carol", password=password, prefix="carol-")
 
     # No token yet: the prompt goes to staff (the token slot has no owner).
     token_await_auth(key=TokenKey("upstox", TokenKind.OAUTH), reason="e2e: no token yet")

@@ -36,6 +36,7 @@ from orders.models import AuditEvent, CapitalLedger, Fill, LedgerEntry, Order, P
 from processor.models import StrategyOutputRecord, StrategySignal
 from recovery.models import AuthPrompt, BrokerToken
 from tests.orders.factories import Setup, make_instrument, make_setup, trade_on_paper
+from tests.orders.trade_history import RoundTrip, book_round_trip
 
 ROLES = ("anonymous", "other", "staff", "owner")
 
@@ -68,6 +69,21 @@ def build_world() -> World:
     owner = make_setup(username="owner", instrument=instrument)
     other = make_setup(username="other", instrument=instrument)
     trade_on_paper([owner, other])
+    closed_trade = book_round_trip(
+        owner.account,
+        owner.strategy,
+        make_instrument(symbol="ETHUSDT"),
+        RoundTrip(
+            "LONG",
+            "1",
+            "100",
+            "110",
+            "0.1",
+            "0.1",
+            datetime(2026, 11, 2, 10, tzinfo=UTC),
+            datetime(2026, 11, 2, 11, tzinfo=UTC),
+        ),
+    )
     users = {
         "owner": _staff(owner.account.owner),
         "other": other.account.owner,
@@ -152,6 +168,7 @@ def build_world() -> World:
         "order": Order.objects.filter(account=account).values_list("pk", flat=True).first(),
         "fill": Fill.objects.filter(account=account).values_list("pk", flat=True).first(),
         "position": Position.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "trade": closed_trade.pk,
         "capitalledger": CapitalLedger.objects.get(account=account).pk,
         "ledgerentry": LedgerEntry.objects.filter(account=account).values_list("pk", flat=True).first(),
         "auditevent": AuditEvent.objects.filter(account=account).values_list("pk", flat=True).first(),

@@ -61,6 +61,9 @@ route("controls/positions/<int:pk>/close/", "/controls/positions/{position}/clos
 route("controls/orders/<int:pk>/cancel/", "/controls/orders/{order}/cancel/", (LOGIN, 405, 405, 405))
 route("controls/accounts/<int:pk>/flatten/", "/controls/accounts/{account}/flatten/", (LOGIN, 405, 405, 405))
 route("controls/entries/", "/controls/entries/", (LOGIN, 405, 405, 405))
+route("trades/", "/trades/", (LOGIN, 200, 200, 200))
+route("trades/export.csv", "/trades/export.csv", (LOGIN, 200, 200, 200))
+route("performance/", "/performance/", (LOGIN, 200, 200, 200))
 route("login/", "/login/", (200, 200, 200, 200))
 route("favicon.ico", "/favicon.ico", (301, 301, 301, 301))
 route("settings/time-zone/", "/settings/time-zone/", (LOGIN, 200, 200, 200))
@@ -102,6 +105,7 @@ _API = {
     "signals": "strategysignal",
     "strategies": "strategy",
     "prompts": "authprompt",
+    "trades": "trade",
 }
 for _resource, _key in _API.items():
     route(f"api/{_resource}/", f"/api/{_resource}/", (401, 200, 200, 200))
@@ -118,6 +122,8 @@ route(
     "/api/accounts/{account}/journal.json",
     (401, 404, 404, 200),
 )
+route("api/performance/", "/api/performance/", (401, 200, 200, 200))
+route("api/performance\\.(?P<format>[a-z0-9]+)/?", "/api/performance.json", (401, 200, 200, 200))
 route("api/health/", "/api/health/", (401, 403, 200, 200))
 route("api/health\\.(?P<format>[a-z0-9]+)/?", "/api/health.json", (401, 403, 200, 200))
 route("api/health/(?P<pk>.+)/", "/api/health/{component}/", (401, 403, 200, 200))
