@@ -7,7 +7,7 @@ accounts (through a trade setting), and those strategies' signals and outputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
@@ -159,6 +159,21 @@ def entries_halted(*, account_id: int) -> str | None:
     for switch in sorted(switches, key=lambda s: s.scope != GLOBAL_SCOPE):
         return _halt_reason(switch)
     return None
+
+
+def entries_halted_many(*, account_ids: Sequence[int]) -> dict[int, str | None]:
+    """entries_halted for each of `account_ids`, in one query (the executor asks for a signal's accounts at once)."""
+    switches = {
+        switch.scope: switch
+        for switch in KillSwitch.objects.filter(
+            scope__in=[GLOBAL_SCOPE, *(account_scope(pk) for pk in account_ids)], engaged=True
+        )
+    }
+    halted: dict[int, str | None] = {}
+    for pk in account_ids:
+        switch = switches.get(GLOBAL_SCOPE) or switches.get(account_scope(pk))
+        halted[pk] = None if switch is None else _halt_reason(switch)
+    return halted
 
 
 def entries_halted_by_account(user: User) -> dict[int, str | None]:

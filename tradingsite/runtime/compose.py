@@ -48,11 +48,12 @@ def entry_controls() -> EntryControls:
     """Let the trade executor consult the dashboard's kill switches before every entry,
     and reconciliation engage an account's switch when it cannot vouch for the account."""
     from dashboard.halts import entries_halt_by_reconciliation
-    from dashboard.selectors import entries_halted
+    from dashboard.selectors import entries_halted, entries_halted_many
 
     return EntryControls(
         entry_gate=lambda account_id: entries_halted(account_id=account_id),
         entries_halt=entries_halt_by_reconciliation,
+        entry_gate_many=lambda account_ids: entries_halted_many(account_ids=account_ids),
     )
 
 
