@@ -7,7 +7,7 @@ accounts (through a trade setting), and those strategies' signals and outputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
@@ -161,6 +161,27 @@ def entries_halted(*, account_id: int) -> str | None:
     return None
 
 
+def entries_halted_many(*, account_ids: Sequence[int]) -> dict[int, str | None]:
+    """entries_halted for each of `account_ids`, in one statement (the executor asks for a signal's accounts at once).
+
+    Plain SQL: it runs in the reserve transaction under the ledger locks of every
+    account, where building an ORM query would cost more than the statement.
+    """
+    from django.db import connection
+
+    from orders.rows import any_of, table
+
+    where, params = any_of("scope", [GLOBAL_SCOPE, *(account_scope(pk) for pk in account_ids)])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT scope, reason FROM {table(KillSwitch)} WHERE engaged = %s AND {where}", [True, *params])
+        engaged = dict(cursor.fetchall())
+    halted: dict[int, str | None] = {}
+    for pk in account_ids:
+        scope = GLOBAL_SCOPE if GLOBAL_SCOPE in engaged else account_scope(pk)
+        halted[pk] = _halt_text(scope, engaged[scope]) if scope in engaged else None
+    return halted
+
+
 def entries_halted_by_account(user: User) -> dict[int, str | None]:
     """entries_halted for each of the user's accounts, in two queries."""
     account_ids = list(accounts_for_user(user).values_list("pk", flat=True))
@@ -178,8 +199,12 @@ def entries_halted_by_account(user: User) -> dict[int, str | None]:
 
 
 def _halt_reason(switch: KillSwitch) -> str:
-    where = "global kill switch" if switch.scope == GLOBAL_SCOPE else "account kill switch"
-    return f"{where} engaged" + (f": {switch.reason}" if switch.reason else "")
+    return _halt_text(switch.scope, switch.reason)
+
+
+def _halt_text(scope: str, reason: str) -> str:
+    where = "global kill switch" if scope == GLOBAL_SCOPE else "account kill switch"
+    return f"{where} engaged" + (f": {reason}" if reason else "")
 
 
 def control_audit_for_user(user: User) -> QuerySet[ControlAudit]:

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -98,6 +98,11 @@ def _never_halted(account_id: int) -> str | None:
     return None
 
 
+# The same question for several accounts at once (one read for a signal's accounts),
+# answered per account id; optional beside EntryGate, which it then replaces.
+EntryGateMany = Callable[[Sequence[int]], Mapping[int, str | None]]
+
+
 @dataclass(frozen=True)
 class EntryBlocked:
     """Why an entry was not reserved, found under the ledger lock."""
@@ -142,12 +147,14 @@ class TradeExecutor:
         entry_gate: EntryGate = _never_halted,
         clock_ns: Callable[[], int] = time.time_ns,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        entry_gate_many: EntryGateMany | None = None,
     ) -> None:
         self._broker_for = broker_for
         self.config = config
         self._health = health
         self._step = step_hook
         self._entry_gate = entry_gate
+        self._entry_gate_many = entry_gate_many
         self._clock_ns = clock_ns
         self._sleep = sleep
         self._plan_locks: dict[tuple[int, str], asyncio.Lock] = {}
@@ -868,11 +875,15 @@ class TradeExecutor:
         return self._blocked_many([spec])[spec.client_order_id]
 
     def _blocked_many(self, specs: list[IntentSpec]) -> dict[str, EntryBlocked | None]:
-        """`_blocked` for the entries of several accounts: the kill switch per account, the state in one read."""
+        """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read."""
         reasons: dict[str, EntryBlocked | None] = {}
         checked = []
+        if self._entry_gate_many is not None:
+            gates = self._entry_gate_many(sorted({spec.account_id for spec in specs}))
+        else:
+            gates = {spec.account_id: self._entry_gate(spec.account_id) for spec in specs}
         for spec in specs:
-            halted = self._entry_gate(spec.account_id)
+            halted = gates.get(spec.account_id)
             if halted:
                 reasons[spec.client_order_id] = EntryBlocked(Outcome.HALTED, halted)
             else:

@@ -28,7 +28,7 @@ from orders.audit import audit_record, audit_record_many
 from orders.events import send_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
-from orders.models.outcomes import NOT_SETTLED, Outcome
+from orders.models.outcomes import NOT_SETTLED, SETTLED_TRADED, Outcome
 from orders.plans import signal_key
 from orders.rows import insert_rows
 from processor.signals import Signal
@@ -190,30 +190,30 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
     with transaction.atomic(savepoint=False):
         written = _outcomes_upsert(rows) if rows else {}
         audit_record_many(audits)
-        pushes = []
-        for row in rows:
-            account_id = row[1]
-            row_id, created_at = written[account_id]
-            pushes.append(
-                SignalOutcome(
-                    id=row_id,
-                    signal_key=key,
-                    account_id=account_id,
-                    strategy_id=signal.strategy_id,
-                    strategy_name=row[3],
-                    feed=row[4],
-                    symbol=row[5],
-                    signal_kind=kind,
-                    output_id=signal.output_id,
-                    occurrence_ns=signal.occurrence_ns,
-                    outcome=row[9],
-                    reason=row[10],
-                    client_order_id=row[11],
-                    created_at=created_at,
-                    updated_at=now,
-                )
+        if rows:
+            decided_at = now.isoformat()
+            _push_events_on_commit(
+                [
+                    (
+                        row[1],
+                        _outcome_message(
+                            strategy_id=signal.strategy_id,
+                            feed=row[4],
+                            symbol=row[5],
+                            kind=kind,
+                            output_id=signal.output_id,
+                            occurrence_ns=signal.occurrence_ns,
+                            account_id=row[1],
+                            outcome=row[9],
+                            reason=row[10],
+                            client_order_id=row[11],
+                            decided_at=decided_at,
+                        ),
+                    )
+                    for row in rows
+                    if row[1] in written
+                ]
             )
-        _push_outcomes_on_commit(pushes)
     for decision in decisions:
         outcome_counter(kind, str(decision.outcome)).inc()
 
@@ -270,23 +270,57 @@ def outcome_event(row: SignalOutcome) -> dict[str, Any]:
 
     Plain JSON types only: the Redis channel layer packs messages with msgpack.
     """
+    return _outcome_message(
+        strategy_id=row.strategy_id,
+        feed=row.feed,
+        symbol=row.symbol,
+        kind=row.signal_kind,
+        output_id=row.output_id,
+        occurrence_ns=row.occurrence_ns,
+        account_id=row.account_id,
+        outcome=str(row.outcome),
+        reason=row.reason,
+        client_order_id=row.client_order_id,
+        decided_at=row.updated_at.isoformat() if row.updated_at else None,
+    )
+
+
+def _outcome_message(
+    *,
+    strategy_id: int | None,
+    feed: str,
+    symbol: str,
+    kind: str,
+    output_id: str,
+    occurrence_ns: int,
+    account_id: int | None,
+    outcome: str,
+    reason: str,
+    client_order_id: str,
+    decided_at: str | None,
+) -> dict[str, Any]:
+    # From plain values: building a model instance per row only to read it back costs
+    # more than the row's share of the upsert on the fan-out path.
     return {
         "type": OUTCOME_EVENT,
-        "strategy_id": row.strategy_id,
-        "feed": row.feed,
-        "venue_symbol": row.symbol,
-        "kind": row.signal_kind,
-        "output_id": row.output_id,
-        "occurrence_time_ms": row.occurrence_ns // 1_000_000,
-        "account": row.account_id,
-        "outcome": str(row.outcome),
-        "outcome_label": Outcome(row.outcome).label,
-        "reason": row.reason,
-        "client_order_id": row.client_order_id,
-        "traded": row.traded,
-        "settled": row.outcome not in NOT_SETTLED,
-        "decided_at": row.updated_at.isoformat() if row.updated_at else None,
+        "strategy_id": strategy_id,
+        "feed": feed,
+        "venue_symbol": symbol,
+        "kind": kind,
+        "output_id": output_id,
+        "occurrence_time_ms": occurrence_ns // 1_000_000,
+        "account": account_id,
+        "outcome": outcome,
+        "outcome_label": _LABELS[outcome],
+        "reason": reason,
+        "client_order_id": client_order_id,
+        "traded": outcome in SETTLED_TRADED,
+        "settled": outcome not in NOT_SETTLED,
+        "decided_at": decided_at,
     }
+
+
+_LABELS = {str(outcome): str(outcome.label) for outcome in Outcome}
 
 
 def _push_outcome_on_commit(row: SignalOutcome) -> None:
@@ -312,22 +346,22 @@ def _push_outcome_on_commit(row: SignalOutcome) -> None:
     send_after_commit(send, f"signal outcome push for account {row.account_id}")
 
 
-def _push_outcomes_on_commit(rows: Sequence[SignalOutcome]) -> None:
-    """`_push_outcome_on_commit` for several rows: one after-commit send, the rows in order."""
+def _push_events_on_commit(events: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """`_push_outcome_on_commit` for several (account, event) pairs: one after-commit send, in order."""
     layer = get_channel_layer()
-    if layer is None or not rows:
+    if layer is None or not events:
         return
     messages: list[tuple[int, dict[str, Any]]] = []
-    for row in rows:
+    for account_id, event in events:
         try:
-            audience = _audience(row.account_id, row.strategy_id)
+            audience = _audience(account_id, event["strategy_id"])
         except Exception:  # a dashboard that misses a push shows the outcome on its next load
-            log.warning("orders: signal outcome push for account %s failed", row.account_id, exc_info=True)
+            log.warning("orders: signal outcome push for account %s failed", account_id, exc_info=True)
             continue
         if audience is None:
             continue
         owners, account_name = audience
-        message = {**outcome_event(row), "account_name": account_name}
+        message = {**event, "account_name": account_name}
         messages.extend((owner_id, message) for owner_id in owners)
     if not messages:
         return
@@ -336,7 +370,7 @@ def _push_outcomes_on_commit(rows: Sequence[SignalOutcome]) -> None:
         for owner_id, message in messages:
             await layer.group_send(user_group(owner_id), message)
 
-    send_after_commit(send, f"signal outcome push for {len(rows)} accounts")
+    send_after_commit(send, f"signal outcome push for {len(events)} accounts")
 
 
 # An account's owner never changes and its name rarely does: a push may show a name
@@ -348,6 +382,11 @@ _accounts: dict[int, tuple[float, int, str]] = {}
 @receiver([post_save, post_delete], sender="orders.Account", dispatch_uid="orders.outcomes.account_cache")
 def _forget_account(sender: type, instance: Any, **kwargs: Any) -> None:
     _accounts.pop(instance.pk, None)
+
+
+def account_audience_seen(*, account_id: int, owner_id: int, name: str) -> None:
+    """Remember an account's owner and name as just read (the executor's plan read has them), for the pushes."""
+    _accounts[account_id] = (time.monotonic(), owner_id, name)
 
 
 def _audience(account_id: int | None, strategy_id: int | None) -> tuple[list[int], str] | None:

@@ -57,6 +57,7 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
     """Return a plan per enabled trade setting of the signal's strategy whose account trades that instrument."""
     from feeds.distribution.metadata_gate import metadata_missing_reason
     from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
+    from orders.outcomes import account_audience_seen
     from orders.selectors import trade_settings_on_instrument
 
     instrument, settings_list = trade_settings_on_instrument(
@@ -74,6 +75,9 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
     lot = fixed_from_decimal(instrument.lot_size)
     tick = fixed_from_decimal(instrument.tick_size)
     multiplier = fixed_from_decimal(instrument.contract_multiplier)
+    for setting in settings_list:
+        # The outcome pushes need the owner and name: read here already, not once more per account.
+        account_audience_seen(account_id=setting.account_id, owner_id=setting.owner_id, name=setting.account_name)
     return [
         TradePlan(
             account_id=setting.account_id,

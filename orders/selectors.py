@@ -103,6 +103,7 @@ class SettingRow:
     mode: str
     quantity: Decimal
     order_type: str
+    account_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ def trade_settings_on_instrument(
     sql = (
         f"SELECT i.id, CAST(i.tick_size AS TEXT), CAST(i.lot_size AS TEXT), CAST(i.contract_multiplier AS TEXT), "
         f"f.venue, i.metadata_refreshed_at, i.metadata_problem, "
-        f"s.account_id, a.owner_id, a.broker, s.mode, CAST(s.quantity AS TEXT), s.order_type "
+        f"s.account_id, a.owner_id, a.broker, s.mode, CAST(s.quantity AS TEXT), s.order_type, a.name "
         f"FROM {table(TradeSetting)} s JOIN {table(Account)} a ON a.id = s.account_id "
         f"JOIN {table(Instrument)} i ON i.venue_symbol = %s JOIN {table(Feed)} f ON f.id = i.feed_id AND f.name = %s "
         f"WHERE s.strategy_id = %s AND s.enabled = %s ORDER BY s.account_id, i.id"
@@ -157,6 +158,7 @@ def trade_settings_on_instrument(
             mode=row[10],
             quantity=Decimal(row[11]),
             order_type=row[12],
+            account_name=row[13],
         )
         for row in rows
         if row[0] == instrument.id

@@ -31,7 +31,7 @@ from orders.audit import audit_record
 from orders.brokers.paper import PaperFees
 from orders.brokers.registry import BrokerRegistry
 from orders.executor import COMPONENT as EXECUTOR_COMPONENT
-from orders.executor import EntryGate, ExecutorConfig, TradeExecutor, _never_halted
+from orders.executor import EntryGate, EntryGateMany, ExecutorConfig, TradeExecutor, _never_halted
 from orders.paper_matching import PaperMatcher
 from orders.reconciliation import ReconcileResult, ReconcileTracker
 from orders.services import (
@@ -67,6 +67,8 @@ class EntryControls:
 
     entry_gate: EntryGate = _never_halted
     entries_halt: EntriesHalt | None = None
+    # entry_gate for a signal's accounts in one read; None: entry_gate per account.
+    entry_gate_many: EntryGateMany | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +204,7 @@ def orders_startup_tasks(
             config=replace(executor_config_from_settings(), reversal_wait_s=settings.ORDERS_REVERSAL_WAIT_S),
             health=ctx.health,
             entry_gate=controls.entry_gate,
+            entry_gate_many=controls.entry_gate_many,
         )
         hubs.trade_executor.provide(executor)
         ctx.spawn("trade-executor", executor.run(signals.subscribe("trade-executor")))
