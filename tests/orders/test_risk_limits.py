@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.fixed_point import SCALE
 from dashboard.halts import entries_halt_by_risk_limit
-from dashboard.manual_control import site_entry_gate
+from dashboard.manual_control import site_entry_gate, site_entry_gate_many
 from dashboard.models import ControlAudit, KillSwitch
 from feeds.market import FeedData
 from orders.brokers.registry import BrokerRegistry
@@ -123,6 +123,37 @@ async def test_the_open_positions_limit_refuses_the_next_entry_with_its_reason(
     ]
     refused = await database_sync_to_async(SignalOutcome.objects.get)(symbol="ETHUSDT")
     assert "maximum is 1" in refused.reason
+    limits_forget()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_open_positions_limit_holds_on_a_signal_fanned_out_to_several_accounts(
+    registry: BrokerRegistry, matcher: PaperMatcher
+) -> None:
+    # One signal on two accounts takes the grouped path, whose gate reads the kill switches
+    # of all its accounts at once: the risk limits must still refuse per account.
+    limits_forget()
+    executor = TradeExecutor(
+        broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
+        config=ExecutorConfig(),
+        entry_gate=site_entry_gate,
+        entry_gate_many=site_entry_gate_many,
+    )
+    limited = await database_sync_to_async(make_setup)(quantity="1", capital="100000")
+    free = await database_sync_to_async(make_setup)(quantity="1", capital="100000", strategy=limited.strategy)
+    await database_sync_to_async(Account.objects.filter(pk=limited.account.pk).update)(max_open_positions=1)
+    eth = await database_sync_to_async(make_instrument)("sim", "ETHUSDT")
+    await database_sync_to_async(limited.strategy.instruments.add)(eth)
+    assert sorted(await executor.handle(make_signal(limited.strategy, SignalKind.ENTRY_LONG, "100"))) == [
+        "placed",
+        "placed",
+    ]
+    eth_entry = make_signal(limited.strategy, SignalKind.ENTRY_LONG, "10", symbol="ETHUSDT")
+    assert sorted(await executor.handle(eth_entry)) == ["halted", "placed"]
+    refused = await database_sync_to_async(SignalOutcome.objects.get)(symbol="ETHUSDT", account=limited.account)
+    assert refused.outcome == "halted" and "maximum is 1" in refused.reason
+    placed = await database_sync_to_async(SignalOutcome.objects.get)(symbol="ETHUSDT", account=free.account)
+    assert placed.outcome == "placed"
     limits_forget()
 
 

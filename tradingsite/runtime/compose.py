@@ -7,8 +7,6 @@ startup task factory the hubs it reads and writes (docs/runtime.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from channels.db import database_sync_to_async
 from django.conf import settings
 
@@ -51,19 +49,13 @@ def entry_controls() -> EntryControls:
     """Let the trade executor consult the dashboard's kill switches before every entry,
     and reconciliation engage an account's switch when it cannot vouch for the account."""
     from dashboard.halts import entries_halt_by_reconciliation
-    from dashboard.selectors import entries_halted, entries_halted_many
-    from orders.risk_limits import entry_risk_refusal
-
-    def gate_many(account_ids: Sequence[int]) -> dict[int, str | None]:
-        # The same rule as entry_gate, the kill switches read for all accounts at once.
-        halted = entries_halted_many(account_ids=account_ids)
-        return {pk: halted[pk] or entry_risk_refusal(pk) for pk in account_ids}
+    from dashboard.manual_control import site_entry_gate, site_entry_gate_many
 
     return EntryControls(
         # The kill switch first, then the account's risk limits (open positions, daily loss).
-        entry_gate=lambda account_id: entries_halted(account_id=account_id) or entry_risk_refusal(account_id),
+        entry_gate=site_entry_gate,
         entries_halt=entries_halt_by_reconciliation,
-        entry_gate_many=gate_many,
+        entry_gate_many=site_entry_gate_many,
     )
 
 
