@@ -82,6 +82,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             "DASHBOARD_PUSH_INTERVAL_S": "0.1",
             "DASHBOARD_BROWSER_INTERVAL_S": "0.2",
             "PROCESSOR_RECONCILE_INTERVAL_S": "0.5",
+            # The browser tests test pages, not feed ownership (tests/feeds covers leases): on
+            # a loaded CI machine a renewal waiting on SQLite's writer must not stop the site.
+            "FEED_LEASE_TTL_S": "120",
             "UPSTOX_CLIENT_ID": fake.client_id,
             "UPSTOX_CLIENT_SECRET": fake.client_secret,
             "UPSTOX_REDIRECT_URI": fake.redirect_uri,
