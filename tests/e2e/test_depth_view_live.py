@@ -87,6 +87,7 @@ def depth_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DepthSite]:
             "MARKET_DATA_SWEEP_S": "0.2",
             "MARKET_DATA_FALLBACK_MIN_POLL_S": "0.2",
             "MARKET_DATA_REST_PER_MINUTE": "600",
+            "FEED_LEASE_TTL_S": "120",  # as the e2e site: a loaded machine must not stop this one
         }
     )
     with ThreadedFakeTabdeal() as venue:
