@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import backtests, views
 
 app_name = "api"
 
@@ -25,6 +25,7 @@ router.register("signals", views.SignalViewSet, basename="signal")
 router.register("strategies", views.StrategyViewSet, basename="strategy")
 router.register("prompts", views.PromptViewSet, basename="prompt")
 router.register("health", views.HealthViewSet, basename="health")
+router.register("backtests", backtests.BacktestRunViewSet, basename="backtest")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

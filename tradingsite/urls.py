@@ -20,4 +20,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("recovery/", include("recovery.urls")),
     path("api/", include("api.urls")),
+    path("backtests/", include("backtesting.urls")),
 ]

@@ -63,6 +63,13 @@ route("recovery/prompts/<str:recovery_token>/code", "/recovery/prompts/{recovery
 # No state names a prompt of the caller: refused before any code is exchanged.
 route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400, 400, 400))
 
+# --- backtests: a run is its owner's; another user's is a 404, as one that does not exist ---
+route("backtests/", "/backtests/", (LOGIN, 200, 200, 200))
+route("backtests/new/", "/backtests/new/", (LOGIN, 200, 200, 200))
+route("backtests/compare/", "/backtests/compare/?a={backtestrun}&b={backtestrun}", (LOGIN, 404, 404, 200))
+route("backtests/<int:pk>/", "/backtests/{backtestrun}/", (LOGIN, 404, 404, 200))
+route("backtests/<int:pk>/state.json", "/backtests/{backtestrun}/state.json", (LOGIN, 404, 404, 200))
+
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
 route("api/", "/api/", (401, 200, 200, 200))
@@ -75,6 +82,7 @@ _API = {
     "signals": "strategysignal",
     "strategies": "strategy",
     "prompts": "authprompt",
+    "backtests": "backtestrun",
 }
 for _resource, _key in _API.items():
     route(f"api/{_resource}/", f"/api/{_resource}/", (401, 200, 200, 200))
