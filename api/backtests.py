@@ -56,8 +56,8 @@ class BacktestRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = BacktestRun
-        fields = (*_FIELDS, "summary")
-        read_only_fields = fields
+        fields: tuple[str, ...] = (*_FIELDS, "summary")
+        read_only_fields: tuple[str, ...] = fields
 
     def get_summary(self, run: BacktestRun) -> dict[str, Any] | None:
         if run.report is None:
@@ -93,12 +93,16 @@ def _form_data(payload: Any) -> dict[str, Any] | None:
     if not isinstance(payload, dict):
         return None
     form = BacktestRunForm()
-    data: dict[str, Any] = {name: form.fields[name].initial for name in form.fields if form.fields[name].initial is not None}
+    data: dict[str, Any] = {
+        name: form.fields[name].initial for name in form.fields if form.fields[name].initial is not None
+    }
     data.update({name: value for name, value in payload.items() if name in form.fields})
     return data
 
 
-class BacktestRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+class BacktestRunViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     """Your backtest runs, newest first; the detail route carries the whole report."""
 
     def get_queryset(self) -> QuerySet[Any]:
@@ -119,7 +123,9 @@ class BacktestRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             return Response({"detail": "send a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
         form = BacktestRunForm(data)
         if not form.is_valid():
-            errors = {name: [error["message"] for error in found] for name, found in form.errors.get_json_data().items()}
+            errors = {
+                name: [error["message"] for error in found] for name, found in form.errors.get_json_data().items()
+            }
             return Response(errors, status=status.HTTP_400_BAD_REQUEST)
         run = backtest_run_create(owner=request.user, request=form.run_request())
         return Response(BacktestRunSerializer(run).data, status=status.HTTP_201_CREATED)

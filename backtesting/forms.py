@@ -28,7 +28,7 @@ def _ns(moment: datetime) -> int:
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
 
-class InstrumentChoiceField(forms.ModelMultipleChoiceField):
+class InstrumentChoiceField(forms.ModelMultipleChoiceField[Instrument]):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.feed.name} / {obj.symbol}"
 

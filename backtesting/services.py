@@ -150,14 +150,10 @@ def backtest_run_execute(*, run_id: int) -> str:
         progress_push(run)
         progress = _Progress(run)
         batches = read_in_thread(
-            lambda: recorded_batches(
-                run.feed, run.symbols, run.start_ns, run.end_ns, BATCH_TICKS, on_batch=progress
-            )
+            lambda: recorded_batches(run.feed, run.symbols, run.start_ns, run.end_ns, BATCH_TICKS, on_batch=progress)
         )
         result = asyncio.run(
-            run_filled_backtest(
-                kind=run.kind, params=run.params, batches=batches, settings=simulated_settings_of(run)
-            )
+            run_filled_backtest(kind=run.kind, params=run.params, batches=batches, settings=simulated_settings_of(run))
         )
     except (TickSourceError, BacktestError, ValueError) as exc:
         return _finish_failed(run, str(exc))

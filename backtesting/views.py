@@ -43,7 +43,10 @@ def run_new(request: HttpRequest) -> HttpResponse:
     else:
         now = datetime.now(UTC).replace(second=0, microsecond=0)
         form = BacktestRunForm(
-            initial={"start": (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"), "end": now.strftime("%Y-%m-%dT%H:%M")}
+            initial={
+                "start": (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
+                "end": now.strftime("%Y-%m-%dT%H:%M"),
+            }
         )
         status = 200
     return render(request, "backtesting/run_new.html", {"form": form}, status=status)

@@ -134,13 +134,21 @@ def test_the_form_refuses_a_post_without_the_csrf_token() -> None:
 
 @pytest.mark.django_db
 def test_each_user_lists_and_opens_only_their_own_runs_and_a_superuser_all() -> None:
-    alice, bob, root = user("alice"), user("bob"), get_user_model().objects.create_superuser("root", password="pw-long-enough-123")
+    alice, bob, root = (
+        user("alice"),
+        user("bob"),
+        get_user_model().objects.create_superuser("root", password="pw-long-enough-123"),
+    )
     instrument = make_instrument()
     mine, theirs = queued_run(alice, instrument), queued_run(bob, instrument)
     client = logged_in(alice)
     listed = client.get("/backtests/").context["page"].object_list
     assert list(listed) == [mine]
-    for url in (f"/backtests/{theirs.pk}/", f"/backtests/{theirs.pk}/state.json", f"/backtests/compare/?a={mine.pk}&b={theirs.pk}"):
+    for url in (
+        f"/backtests/{theirs.pk}/",
+        f"/backtests/{theirs.pk}/state.json",
+        f"/backtests/compare/?a={mine.pk}&b={theirs.pk}",
+    ):
         assert client.get(url).status_code == 404, url
     assert client.get(f"/backtests/compare/?a={mine.pk}&b={mine.pk}").status_code == 200
     assert client.get("/backtests/compare/?a=x&b=1").status_code == 404
@@ -183,7 +191,9 @@ def test_the_api_starts_a_run_with_the_forms_validation(django_capture_on_commit
     assert created.status_code == 201, created.content
     run = BacktestRun.objects.get(pk=created.json()["id"])
     assert run.owner == trader and run.taker_bps == PaperFees().taker_bps and run.capital == 5000
-    bad = client.post("/api/backtests/", body | {"params": {"lookback": "x"}, "capital": "0"}, content_type="application/json")
+    bad = client.post(
+        "/api/backtests/", body | {"params": {"lookback": "x"}, "capital": "0"}, content_type="application/json"
+    )
     assert bad.status_code == 400
     assert set(bad.json()) == {"params", "capital"}
     assert client.post("/api/backtests/", [1], content_type="application/json").status_code == 400

@@ -25,6 +25,7 @@ from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, ru
 from processor.backtest_report import report_as_json, report_as_text
 from processor.strategies import STRATEGIES
 
+
 def _parse_time(text: str, option: str) -> int:
     try:
         moment = datetime.fromisoformat(text)
