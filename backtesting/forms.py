@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from backtesting.services import RunRequest
+from core.admin_scope import BoundedModelMultipleChoiceField
 from core.json_limits import BoundedJSONField
 from feeds.models import Instrument
 from orders.brokers.paper import PaperFees
@@ -28,7 +29,7 @@ def _ns(moment: datetime) -> int:
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
 
-class InstrumentChoiceField(forms.ModelMultipleChoiceField[Instrument]):
+class InstrumentChoiceField(BoundedModelMultipleChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.feed.name} / {obj.symbol}"
 

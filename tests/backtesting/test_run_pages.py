@@ -76,6 +76,7 @@ BAD_INPUT = [
     ({"instruments": []}, "instruments"),
     ({"instruments": ["999999"]}, "instruments"),
     ({"instruments": ["abc"]}, "instruments"),
+    ({"instruments": ["99999999999999999999999"]}, "instruments"),
     ({"start": "yesterday"}, "start"),
     ({"end": "2026-11-30T11:00"}, "end"),
     ({"end": "2027-03-01T00:00"}, "end"),
