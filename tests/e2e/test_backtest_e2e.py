@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.conftest import Site, open_dashboard, screenshot
 from tests.e2e.site_setup import REPLAY_SYMBOL
+from tests.e2e.test_csp_browser import COLLECT_VIOLATIONS
 from tests.helpers import eventually
 
 BREAKOUT = {"bar_volume": "10", "lookback": 3, "hold_bars": 2, "cooldown_bars": 0}
@@ -43,8 +44,7 @@ def start_run(page, site: Site, params: dict) -> str:  # type: ignore[no-untyped
 def test_start_a_backtest_watch_its_progress_and_compare_two_runs(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
     eventually(lambda: recorded_ticks(site) >= 120, timeout_s=90, interval_s=2)
     page = open_dashboard(browser, site, "demo")
-    frames: list[dict] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
+    page.context.add_init_script(COLLECT_VIOLATIONS)  # the pages hold no inline script or style
 
     # A bad value comes back as a form error, not a run.
     page.goto(f"{site.base}/backtests/new/")
@@ -70,6 +70,7 @@ def test_start_a_backtest_watch_its_progress_and_compare_two_runs(site: Site, br
     assert page.locator("#trades tbody tr").count() > 0
     assert page.locator("#candle-chart canvas").count() > 0
     screenshot(page, "backtest-run")
+    assert page.evaluate("() => window.__cspViolations") == []
 
     # The result page opened afresh draws from the stored report.
     page.goto(first)
@@ -89,6 +90,7 @@ def test_start_a_backtest_watch_its_progress_and_compare_two_runs(site: Site, br
         "() => [...document.querySelectorAll('.compare-equity')].every((box) => Number(box.dataset.points) > 1)"
     )
     screenshot(page, "backtest-compare")
+    assert page.evaluate("() => window.__cspViolations") == []
 
     # Another user opens neither run.
     bob = open_dashboard(browser, site, "bob")
