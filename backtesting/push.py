@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 
 log = logging.getLogger(__name__)
@@ -30,12 +31,29 @@ def run_state(run: Any) -> dict[str, Any]:
     }
 
 
-def progress_push(run: Any) -> None:
-    """Send the run's state to its owner's group; called after the state is saved (not inside a transaction)."""
+def web_event_loop() -> asyncio.AbstractEventLoop | None:
+    """The web server's event loop when called from a request's sync thread (None elsewhere).
+
+    The in-memory channel layer (embedded default) is not thread-safe: a run in a
+    background thread of the web process hands its pushes to this loop instead.
+    """
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+
+
+def progress_push(run: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Send the run's state to its owner's group; called after the state is saved (not inside a transaction).
+
+    With `loop` (a running loop of another thread), the send runs on that loop.
+    """
     layer = get_channel_layer()
     if layer is None:
         return
+    message = {"type": PROGRESS_TYPE, "run": run_state(run)}
     try:
-        async_to_sync(layer.group_send)(backtest_group(run.owner_id), {"type": PROGRESS_TYPE, "run": run_state(run)})
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(layer.group_send(backtest_group(run.owner_id), message), loop).result(5)
+        else:
+            async_to_sync(layer.group_send)(backtest_group(run.owner_id), message)
     except Exception:  # the saved state stands; the page also reads it when it (re)connects
         log.warning("backtesting: could not push the progress of run %s", run.pk, exc_info=True)

@@ -20,7 +20,7 @@ from django.conf import settings as django_settings
 from django.db import connection, transaction
 
 from backtesting.models import BacktestRun, RunStatus
-from backtesting.push import progress_push
+from backtesting.push import progress_push, web_event_loop
 from backtesting.runner import run_filled_backtest
 from backtesting.simulated_account import SimulatedSettings
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches, recorded_tick_count
@@ -85,7 +85,10 @@ def backtest_run_start(*, run_id: int) -> None:
     """Hand the run to a Celery worker; without a broker (eager tasks) to a background thread, so the request returns."""
     if django_settings.CELERY_TASK_ALWAYS_EAGER:
         threading.Thread(
-            target=backtest_run_in_thread, kwargs={"run_id": run_id}, name=f"backtest-run-{run_id}", daemon=True
+            target=backtest_run_in_thread,
+            kwargs={"run_id": run_id, "push_loop": web_event_loop()},
+            name=f"backtest-run-{run_id}",
+            daemon=True,
         ).start()
         return
     from backtesting.tasks import backtest_run_execute as task  # the task module imports this one
@@ -93,10 +96,10 @@ def backtest_run_start(*, run_id: int) -> None:
     task.delay(run_id)
 
 
-def backtest_run_in_thread(*, run_id: int) -> str:
+def backtest_run_in_thread(*, run_id: int, push_loop: asyncio.AbstractEventLoop | None = None) -> str:
     """Execute the run in the calling (non-request) thread, closing its database connection afterwards."""
     try:
-        return backtest_run_execute(run_id=run_id)
+        return backtest_run_execute(run_id=run_id, push_loop=push_loop)
     finally:
         connection.close()
 
@@ -121,8 +124,9 @@ def simulated_settings_of(run: BacktestRun) -> SimulatedSettings:
 class _Progress:
     """Counts replayed ticks; saves and pushes the count at most every PROGRESS_INTERVAL_S."""
 
-    def __init__(self, run: BacktestRun) -> None:
+    def __init__(self, run: BacktestRun, push_loop: asyncio.AbstractEventLoop | None) -> None:
         self.run = run
+        self.push_loop = push_loop
         self.saved_at = time.monotonic()
 
     def __call__(self, ticks: int) -> None:
@@ -133,11 +137,14 @@ class _Progress:
     def save(self) -> None:
         self.saved_at = time.monotonic()
         BacktestRun.objects.filter(pk=self.run.pk).update(ticks_done=self.run.ticks_done)
-        progress_push(self.run)
+        progress_push(self.run, loop=self.push_loop)
 
 
-def backtest_run_execute(*, run_id: int) -> str:
-    """Run a queued backtest to its end, saving progress and the report; a failure is stored, never raised."""
+def backtest_run_execute(*, run_id: int, push_loop: asyncio.AbstractEventLoop | None = None) -> str:
+    """Run a queued backtest to its end, saving progress and the report; a failure is stored, never raised.
+
+    `push_loop`: the web process's event loop, for a run in a background thread there.
+    """
     claimed = BacktestRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
         status=RunStatus.RUNNING, started_at=datetime.now(UTC)
     )
@@ -147,8 +154,8 @@ def backtest_run_execute(*, run_id: int) -> str:
     try:
         run.ticks_total = recorded_tick_count(run.feed, run.symbols, run.start_ns, run.end_ns)
         BacktestRun.objects.filter(pk=run.pk).update(ticks_total=run.ticks_total)
-        progress_push(run)
-        progress = _Progress(run)
+        progress_push(run, loop=push_loop)
+        progress = _Progress(run, push_loop)
         batches = read_in_thread(
             lambda: recorded_batches(run.feed, run.symbols, run.start_ns, run.end_ns, BATCH_TICKS, on_batch=progress)
         )
@@ -156,10 +163,10 @@ def backtest_run_execute(*, run_id: int) -> str:
             run_filled_backtest(kind=run.kind, params=run.params, batches=batches, settings=simulated_settings_of(run))
         )
     except (TickSourceError, BacktestError, ValueError) as exc:
-        return _finish_failed(run, str(exc))
+        return _finish_failed(run, str(exc), push_loop)
     except Exception as exc:  # a run's bug must not kill the worker; the run says what happened
         log.exception("backtesting: run %s failed", run_id)
-        return _finish_failed(run, f"{type(exc).__name__}: {exc}")
+        return _finish_failed(run, f"{type(exc).__name__}: {exc}", push_loop)
     run.report = report_as_json(result.report) | {
         "signals": result.summary.signals,
         "ticks": result.summary.ticks,
@@ -170,14 +177,14 @@ def backtest_run_execute(*, run_id: int) -> str:
     run.status = RunStatus.DONE
     run.finished_at = datetime.now(UTC)
     run.save(update_fields=["report", "signals", "ticks_done", "status", "finished_at"])
-    progress_push(run)
+    progress_push(run, loop=push_loop)
     return f"backtest run {run_id}: {result.summary.ticks} ticks, {result.report.trades} trades"
 
 
-def _finish_failed(run: BacktestRun, error: str) -> str:
+def _finish_failed(run: BacktestRun, error: str, push_loop: asyncio.AbstractEventLoop | None) -> str:
     run.status = RunStatus.FAILED
     run.error = error[:2000]
     run.finished_at = datetime.now(UTC)
     run.save(update_fields=["status", "error", "ticks_done", "finished_at"])
-    progress_push(run)
+    progress_push(run, loop=push_loop)
     return f"backtest run {run.pk}: failed: {run.error}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -239,3 +240,15 @@ async def test_an_anonymous_socket_is_closed_unauthenticated() -> None:
     anonymous = await _socket(None)
     closed = await anonymous.receive_output(timeout=2)
     assert closed == {"type": "websocket.close", "code": CLOSE_UNAUTHENTICATED}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_run_in_a_background_thread_pushes_through_the_web_processs_loop() -> None:
+    alice = await database_sync_to_async(user)("alice")
+    run = await database_sync_to_async(lambda: queued_run(alice, make_instrument()))()
+    browser = await _socket(await _cookie(alice))
+    run.status = "running"
+    await asyncio.to_thread(progress_push, run, loop=asyncio.get_running_loop())
+    message = await browser.receive_json_from(timeout=2)
+    assert message["run"]["status"] == "running"
+    await browser.disconnect()
