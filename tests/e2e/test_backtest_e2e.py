@@ -50,7 +50,7 @@ def test_start_a_backtest_watch_its_progress_and_compare_two_runs(site: Site, br
     page.goto(f"{site.base}/backtests/new/")
     page.fill("textarea[name=params]", '{"lookback": "many"}')
     page.click("#run-form button[type=submit]")
-    assert page.locator('.field-error[data-field="params"]').count() > 0
+    page.locator('.field-error[data-field="params"]').first.wait_for()
 
     first = start_run(page, site, BREAKOUT)
     page.evaluate("window.__notReloaded = true")
