@@ -13,10 +13,14 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from backtesting.consumers import BacktestProgressConsumer  # noqa: E402
 from dashboard.consumers import DashboardConsumer  # noqa: E402
 from tradingsite.websocket_origin import SameOriginValidator  # noqa: E402
 
-websocket_urlpatterns = [path("ws/dashboard/", DashboardConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws/dashboard/", DashboardConsumer.as_asgi()),
+    path("ws/backtests/", BacktestProgressConsumer.as_asgi()),
+]
 
 application = ProtocolTypeRouter(
     {

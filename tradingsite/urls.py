@@ -24,4 +24,5 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("alerts/", include("alerts.urls")),
     path("settings/", include("preferences.urls")),
+    path("backtests/", include("backtesting.urls")),
 ]

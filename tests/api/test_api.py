@@ -12,10 +12,11 @@ from feeds.market import parse_fixed
 from orders.models import Fill, Order, Position
 from processor.models import StrategySignal
 from recovery.models import AuthPrompt
+from tests.backtesting.factories import queued_run
 from tests.orders.factories import Setup, make_instrument, make_setup, trade_on_paper
 
 pytestmark = pytest.mark.django_db(transaction=True)
-RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts"]
+RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts", "backtests"]
 
 
 @dataclass
@@ -49,6 +50,7 @@ def traders() -> tuple[Trader, Trader]:
             owner=setup.account.owner,
             message=f"log in, {name}",
         )
+        queued_run(setup.account.owner, instrument)
         client = Client()
         client.force_login(setup.account.owner)
         made.append(Trader(setup, client, Token.objects.create(user=setup.account.owner).key))

@@ -160,6 +160,7 @@ def build_world() -> World:
     group = Group.objects.create(name="traders")
     account = owner.account
     site_rows = _site_wide_rows()
+    backtest_run = _backtest_run(users["owner"], instrument)
     world.ids = {
         **site_rows,
         "orderbook_instrument": _order_book_instrument(),
@@ -188,6 +189,7 @@ def build_world() -> World:
         "killswitch": switch.pk,
         "global_killswitch": global_switch.pk,
         "controlaudit": audit.pk,
+        "backtestrun": backtest_run.pk,
         "componenthealth": health.pk,
         "component": health.component,
         "tokenproxy": users["owner"].pk,  # the token admin is keyed by its user
@@ -218,6 +220,45 @@ def _order_book_instrument() -> int:
     )
     Subscription.objects.create(instrument=instrument, channel="order_book")
     return instrument.pk
+
+
+def _backtest_run(owner: User, instrument: Any) -> Any:
+    """A finished backtest run of the owner, with a report of one closed trade."""
+    from backtesting.models import BacktestRun, RunStatus
+    from processor.backtest_report import ClosedTrade, build_report, report_as_json
+
+    trade = ClosedTrade(
+        instrument=instrument.venue_symbol,
+        side="long",
+        quantity=parse_fixed("1"),
+        entry_time_ns=1_000_000_000,
+        entry_price=parse_fixed("100"),
+        exit_time_ns=2_000_000_000,
+        exit_price=parse_fixed("101"),
+        fees=parse_fixed("0.1"),
+        pnl=parse_fixed("0.9"),
+        exit_reason="signal",
+    )
+    report = build_report([trade], starting_capital=parse_fixed("1000"), start_ns=0, end_ns=3_000_000_000)
+    return BacktestRun.objects.create(
+        owner=owner,
+        kind="ema",
+        params={},
+        feed=instrument.feed.name,
+        symbols=[instrument.symbol],
+        start_ns=0,
+        end_ns=3_000_000_000,
+        capital="1000",
+        quantity="1",
+        lot_size="0.001",
+        tick_size="0.01",
+        taker_bps=5,
+        maker_bps=2,
+        status=RunStatus.DONE,
+        ticks_total=1,
+        ticks_done=1,
+        report=report_as_json(report),
+    )
 
 
 def _site_wide_rows() -> dict[str, int]:

@@ -86,6 +86,13 @@ route("recovery/prompts/<str:recovery_token>/code", "/recovery/prompts/{recovery
 # No state names a prompt of the caller: refused before any code is exchanged.
 route("recovery/callback/<str:broker>", "/recovery/callback/upstox", (LOGIN, 400, 400, 400))
 
+# --- backtests: a run is its owner's; another user's is a 404, as one that does not exist ---
+route("backtests/", "/backtests/", (LOGIN, 200, 200, 200))
+route("backtests/new/", "/backtests/new/", (LOGIN, 200, 200, 200))
+route("backtests/compare/", "/backtests/compare/?a={backtestrun}&b={backtestrun}", (LOGIN, 404, 404, 200))
+route("backtests/<int:pk>/", "/backtests/{backtestrun}/", (LOGIN, 404, 404, 200))
+route("backtests/<int:pk>/state.json", "/backtests/{backtestrun}/state.json", (LOGIN, 404, 404, 200))
+
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
 route("api/order-books/<int:pk>/", "/api/order-books/{orderbook_instrument}/", (401, 200, 200, 200))
@@ -106,6 +113,7 @@ _API = {
     "strategies": "strategy",
     "prompts": "authprompt",
     "trades": "trade",
+    "backtests": "backtestrun",
 }
 for _resource, _key in _API.items():
     route(f"api/{_resource}/", f"/api/{_resource}/", (401, 200, 200, 200))

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backtesting.runner import run_filled_backtest
+from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches
 from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
 from feeds.market import FeedData
@@ -23,8 +24,6 @@ from feeds.venues.tick_csv import TickFileError, read_tick_csv
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from processor.backtest_report import report_as_json, report_as_text
 from processor.strategies import STRATEGIES
-
-_RECORDED_WINDOW_NS = 3_600 * 1_000_000_000  # recorded ticks are read an hour at a time
 
 
 def _parse_time(text: str, option: str) -> int:
@@ -40,20 +39,11 @@ def _parse_time(text: str, option: str) -> int:
 def _recorded_batches(
     feed: str, symbols: list[str], start_ns: int, end_ns: int, batch_ticks: int
 ) -> Iterator[FeedData]:
-    from feeds.recording.tick_history import recorded_ticks  # the recorder's reader; only this mode needs it
-    from feeds.recording.tick_selectors import InstrumentNotFound
-
-    for window_start in range(start_ns, end_ns, _RECORDED_WINDOW_NS):
-        window_end = min(window_start + _RECORDED_WINDOW_NS, end_ns)
-        ticks = []
-        for symbol in symbols:
-            try:
-                ticks.extend(recorded_ticks(feed, symbol, window_start, window_end))
-            except InstrumentNotFound as exc:
-                raise CommandError(str(exc)) from None
-        ticks.sort(key=lambda tick: tick.ts_event)
-        for start in range(0, len(ticks), batch_ticks):
-            yield FeedData(feed, tuple(ticks[start : start + batch_ticks]))
+    # Read in a thread: the replay iterates inside an event loop, where the ORM refuses to run.
+    try:
+        yield from read_in_thread(lambda: recorded_batches(feed, symbols, start_ns, end_ns, batch_ticks))
+    except TickSourceError as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):

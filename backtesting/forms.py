@@ -1,0 +1,102 @@
+"""The form that starts a backtest run over recorded ticks; every bad value is a form error."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from backtesting.services import RunRequest
+from core.admin_scope import BoundedModelMultipleChoiceField
+from core.json_limits import BoundedJSONField
+from feeds.models import Instrument
+from orders.brokers.paper import PaperFees
+from orders.models.accounts import Reversal
+from orders.models.lifecycle import OrderType
+from processor.strategies import clean_params, kind_choices
+
+MAX_RANGE = timedelta(days=31)
+MAX_INSTRUMENTS = 20
+_FEES = PaperFees()
+_MONEY = {"max_digits": 30, "decimal_places": 12, "min_value": Decimal("0.000000000001")}
+
+
+def _ns(moment: datetime) -> int:
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
+
+
+class InstrumentChoiceField(BoundedModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.feed.name} / {obj.symbol}"
+
+
+class BacktestRunForm(forms.Form):
+    kind = forms.ChoiceField(label="Strategy kind", choices=kind_choices)
+    params = BoundedJSONField(
+        label="Parameters (JSON)", help_text='e.g. {"timeframe_s": 60, "fast": 12, "slow": 26}; blank for defaults'
+    )
+    instruments = InstrumentChoiceField(
+        queryset=Instrument.objects.select_related("feed").order_by("feed__name", "symbol"),
+        help_text="Recorded instruments of one feed",
+    )
+    start = forms.DateTimeField(label="From (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    end = forms.DateTimeField(label="To (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    capital = forms.DecimalField(initial=Decimal("10000"), **_MONEY)  # type: ignore[arg-type]
+    quantity = forms.DecimalField(initial=Decimal("0.01"), help_text="Quantity of each entry", **_MONEY)  # type: ignore[arg-type]
+    order_type = forms.ChoiceField(choices=OrderType.choices, initial=OrderType.MARKET)
+    reversal = forms.ChoiceField(choices=Reversal.choices, initial=Reversal.AFTER_EXIT_FILL)
+    taker_bps = forms.IntegerField(label="Taker fee (bps)", min_value=0, max_value=10_000, initial=_FEES.taker_bps)
+    maker_bps = forms.IntegerField(label="Maker fee (bps)", min_value=0, max_value=10_000, initial=_FEES.maker_bps)
+    latency_ms = forms.IntegerField(label="Latency (ms)", min_value=0, max_value=3_600_000, initial=0)
+
+    def clean_instruments(self) -> list[Instrument]:
+        chosen = list(self.cleaned_data["instruments"])
+        if len(chosen) > MAX_INSTRUMENTS:
+            raise ValidationError(f"Choose at most {MAX_INSTRUMENTS} instruments.")
+        if len({instrument.feed_id for instrument in chosen}) > 1:
+            raise ValidationError("Choose instruments of one feed.")
+        return chosen
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        kind, params = cleaned.get("kind"), cleaned.get("params")
+        if kind and params is not None:
+            try:
+                cleaned["params"] = clean_params(kind, params)
+            except ValidationError as exc:
+                self.add_error("params", exc.messages)
+        start, end = cleaned.get("start"), cleaned.get("end")
+        if start and end:
+            if end <= start:
+                self.add_error("end", "The range must end after it starts.")
+            elif end - start > MAX_RANGE:
+                self.add_error("end", f"At most {MAX_RANGE.days} days in one run.")
+        return cleaned
+
+    def run_request(self) -> RunRequest:
+        """The validated request; call after is_valid()."""
+        data = self.cleaned_data
+        instruments: list[Instrument] = data["instruments"]
+        first = instruments[0]
+        return RunRequest(
+            kind=data["kind"],
+            params=data["params"],
+            feed=first.feed.name,
+            symbols=[instrument.symbol for instrument in instruments],
+            start_ns=_ns(data["start"]),
+            end_ns=_ns(data["end"]),
+            capital=data["capital"],
+            quantity=data["quantity"],
+            # The replayed instrument's own steps, as the live executor rounds with them.
+            lot_size=first.lot_size,
+            tick_size=first.tick_size,
+            order_type=data["order_type"],
+            reversal=data["reversal"],
+            taker_bps=data["taker_bps"],
+            maker_bps=data["maker_bps"],
+            latency_ms=data["latency_ms"],
+        )

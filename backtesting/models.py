@@ -1,0 +1,64 @@
+"""A backtest run started from the browser or the API: what was asked, how far it got, and its report."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from orders.models.accounts import Reversal
+from orders.models.lifecycle import OrderType
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class BacktestRun(models.Model):
+    """One backtest of one strategy kind over recorded ticks; only the run's task writes its progress and result.
+
+    Money and quantities are stored as the exact decimals the user typed; the report
+    is the JSON of processor.backtest_report.report_as_json (money as exact strings).
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtest_runs")
+    kind = models.CharField(max_length=60)
+    params = models.JSONField(default=dict, blank=True)
+    feed = models.CharField(max_length=50)
+    symbols = models.JSONField(default=list, help_text="Symbols of the replayed instruments on the feed.")
+    start_ns = models.BigIntegerField()
+    end_ns = models.BigIntegerField()
+    capital = models.DecimalField(max_digits=30, decimal_places=12)
+    quantity = models.DecimalField(max_digits=30, decimal_places=12)
+    lot_size = models.DecimalField(max_digits=30, decimal_places=12)
+    tick_size = models.DecimalField(max_digits=30, decimal_places=12)
+    order_type = models.CharField(max_length=10, choices=OrderType.choices, default=OrderType.MARKET)
+    reversal = models.CharField(max_length=20, choices=Reversal.choices, default=Reversal.AFTER_EXIT_FILL)
+    taker_bps = models.PositiveIntegerField()
+    maker_bps = models.PositiveIntegerField()
+    latency_ms = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    ticks_done = models.BigIntegerField(default=0)
+    ticks_total = models.BigIntegerField(default=0)
+    signals = models.PositiveIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = [models.Index(fields=("owner", "-created_at"), name="backtest_run_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"backtest {self.pk} {self.kind} on {self.feed} ({self.status})"
+
+    @property
+    def progress(self) -> float:
+        """The share of ticks replayed, from 0.0 to 1.0 (1.0 once done)."""
+        if self.status == RunStatus.DONE:
+            return 1.0
+        return min(self.ticks_done / self.ticks_total, 1.0) if self.ticks_total else 0.0

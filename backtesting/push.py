@@ -1,0 +1,59 @@
+"""Progress of a user's backtest runs, pushed to that user's browsers (ws/backtests/)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import SyncToAsync, async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+PROGRESS_TYPE = "backtest.progress"
+
+
+def backtest_group(user_id: int) -> str:
+    """The group of one user's backtest pages; no other user's socket joins it."""
+    return f"backtests.user.{user_id}"
+
+
+def run_state(run: Any) -> dict[str, Any]:
+    """What the browser shows of a run's progress (the websocket message and the status JSON)."""
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "ticks_done": run.ticks_done,
+        "ticks_total": run.ticks_total,
+        "progress": round(run.progress, 4),
+        "error": run.error,
+    }
+
+
+def web_event_loop() -> asyncio.AbstractEventLoop | None:
+    """The web server's event loop when called from a request's sync thread (None elsewhere).
+
+    The in-memory channel layer (embedded default) is not thread-safe: a run in a
+    background thread of the web process hands its pushes to this loop instead.
+    """
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+
+
+def progress_push(run: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Send the run's state to its owner's group; called after the state is saved (not inside a transaction).
+
+    With `loop` (a running loop of another thread), the send runs on that loop.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": PROGRESS_TYPE, "run": run_state(run)}
+    try:
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(layer.group_send(backtest_group(run.owner_id), message), loop).result(5)
+        else:
+            async_to_sync(layer.group_send)(backtest_group(run.owner_id), message)
+    except Exception:  # the saved state stands; the page also reads it when it (re)connects
+        log.warning("backtesting: could not push the progress of run %s", run.pk, exc_info=True)
