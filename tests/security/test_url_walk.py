@@ -273,6 +273,7 @@ def test_route_answers_each_user_as_allowed(
 def test_the_chart_history_shows_the_owner_their_fills(live_db: World, clients: dict[str, Client]) -> None:
     # What the walk's leak check keeps from the others is really there for the owner.
     url = "/dashboard/charts/{instrument}/history/?timeframe=1h&end={chart_end_ms}".format(**live_db.ids)
-    fills = clients["owner"].get(url).json()["fills"]
-    assert [fill["client_order_id"] for fill in fills] == [live_db.ids["client_order_id"]]
-    assert clients["other"].get(url).json()["fills"] != fills
+    owner = {fill["client_order_id"] for fill in clients["owner"].get(url).json()["fills"]}
+    assert owner, "the owner sees their own fills"
+    other = {fill["client_order_id"] for fill in clients["other"].get(url).json()["fills"]}
+    assert not owner & other
