@@ -166,13 +166,17 @@ def build_world() -> World:
         "orderbook_instrument": _order_book_instrument(),
         "account": account.pk,
         "tradesetting": owner.setting.pk,
-        "order": Order.objects.filter(account=account).values_list("pk", flat=True).first(),
-        "fill": Fill.objects.filter(account=account).values_list("pk", flat=True).first(),
-        "position": Position.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "order": Order.objects.filter(account=account).order_by("pk").values_list("pk", flat=True).first(),
+        "fill": Fill.objects.filter(account=account).order_by("pk").values_list("pk", flat=True).first(),
+        # The open position traded on paper (the closed trade is "trade").
+        "position": Position.objects.filter(account=account, state="OPEN")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first(),
         "trade": closed_trade.pk,
         "capitalledger": CapitalLedger.objects.get(account=account).pk,
-        "ledgerentry": LedgerEntry.objects.filter(account=account).values_list("pk", flat=True).first(),
-        "auditevent": AuditEvent.objects.filter(account=account).values_list("pk", flat=True).first(),
+        "ledgerentry": LedgerEntry.objects.filter(account=account).order_by("pk").values_list("pk", flat=True).first(),
+        "auditevent": AuditEvent.objects.filter(account=account).order_by("pk").values_list("pk", flat=True).first(),
         "signaloutcome": SignalOutcome.objects.filter(account=account).values_list("pk", flat=True).first(),
         "strategy": owner.strategy.pk,
         "strategysignal": signal.pk,
