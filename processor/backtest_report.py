@@ -14,7 +14,8 @@ Conventions, chosen to match what traders compare against (Freqtrade's report):
 - Daily figures are per UTC calendar day of the exit. Sharpe and Sortino use the daily
   returns (the day's P&L over the equity at the day's start) of every day in the range,
   days without a trade counting as 0, annualised with the square root of 365 (crypto
-  venues trade every day). Calmar is the annualised return over the maximum drawdown %.
+  venues trade every day). Calmar is the annualised return over the maximum drawdown %,
+  for a range of a day or more.
 - Exposure is the share of the range during which at least one position was open.
 """
 
@@ -256,7 +257,9 @@ def _sortino(returns: Sequence[float]) -> float | None:
 
 
 def _calmar(total_return: float, range_ns: int, drawdown_pct: float) -> float | None:
-    if drawdown_pct <= 0 or range_ns <= 0:
+    # Annualising a return measured over minutes gives numbers in the hundreds of thousands
+    # that say nothing: under a day, as Sharpe and Sortino under two, there is no figure.
+    if drawdown_pct <= 0 or range_ns < 86_400 * NS_PER_S:
         return None
     years = range_ns / NS_PER_S / 86_400 / DAYS_PER_YEAR
     return (total_return / years) / drawdown_pct

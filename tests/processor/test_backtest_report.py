@@ -132,6 +132,8 @@ def test_no_trades_and_bad_ranges() -> None:
     empty = build_report([], starting_capital=money(1000), start_ns=at(0), end_ns=at(24))
     assert (empty.trades, empty.pnl, empty.drawdown.amount, empty.exposure) == (0, 0, 0, 0.0)
     assert empty.profit_factor is None and empty.sharpe is None and empty.calmar is None
+    short = build_report(TRADES[:2], starting_capital=money(1000), start_ns=at(0), end_ns=at(23))
+    assert short.drawdown.amount > 0 and short.calmar is None  # under a day: no annualised figure
     assert "SUMMARY" in report_as_text(empty)
     with pytest.raises(ValueError):
         build_report([], starting_capital=money(1000), start_ns=at(2), end_ns=at(1))
