@@ -32,9 +32,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "tradingsite API",
-    "DESCRIPTION": "Read-only JSON API; every list is scoped to the caller's accounts.",
+    "DESCRIPTION": "JSON API; every list is scoped to the caller's accounts.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema names every resource and filter: served to logged-in callers only, like the API.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Several models have a `status`; each choice set gets a name of its own in the schema.
+    "ENUM_NAME_OVERRIDES": {"BacktestRunStatusEnum": "backtesting.models.RunStatus"},
 }
