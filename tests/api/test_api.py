@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -14,9 +15,10 @@ from processor.models import StrategySignal
 from recovery.models import AuthPrompt
 from tests.backtesting.factories import queued_run
 from tests.orders.factories import Setup, make_instrument, make_setup, trade_on_paper
+from tests.orders.trade_history import RoundTrip, book_round_trip
 
 pytestmark = pytest.mark.django_db(transaction=True)
-RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts", "backtests"]
+RESOURCES = ["accounts", "orders", "fills", "positions", "signals", "strategies", "prompts", "backtests", "trades"]
 
 
 @dataclass
@@ -55,6 +57,11 @@ def traders() -> tuple[Trader, Trader]:
         client.force_login(setup.account.owner)
         made.append(Trader(setup, client, Token.objects.create(user=setup.account.owner).key))
     trade_on_paper([t.setup for t in made])
+    eth = make_instrument(symbol="ETHUSDT")
+    for trader in made:  # one closed trade each, for the trades and performance routes
+        opened = datetime(2026, 11, 2, 10, tzinfo=UTC)
+        trip = RoundTrip("LONG", "1", "100", "110", "0.1", "0.1", opened, opened + timedelta(hours=1))
+        book_round_trip(trader.setup.account, trader.setup.strategy, eth, trip)
     return made[0], made[1]
 
 
@@ -97,12 +104,15 @@ def test_numbers_are_exact_decimal_strings_and_the_ledger_adds_up(traders: tuple
         - figures["reserved_for_positions"]
         + figures["realized_pnl"]
     )
-    (order,) = alice.client.get("/api/orders/").json()["results"]
+    # The paper-traded entry (the fixture's closed trade has orders of its own, "hist-...").
+    (order,) = [
+        o for o in alice.client.get("/api/orders/").json()["results"] if not o["client_order_id"].startswith("hist-")
+    ]
     assert (order["status"], order["quantity"], order["filled_quantity"]) == ("FILLED", "0.01", "0.01")
-    (position,) = alice.client.get("/api/positions/").json()["results"]
-    assert position["quantity"] == "0.01" and position["state"] == "OPEN"
+    (position,) = [p for p in alice.client.get("/api/positions/").json()["results"] if p["state"] == "OPEN"]
+    assert position["quantity"] == "0.01"
     journal = alice.client.get(f"/api/accounts/{account['id']}/journal/").json()["results"]
-    assert [entry["kind"] for entry in journal] == ["entry_fill", "reserve", "allocate"]
+    assert [entry["kind"] for entry in journal][-3:] == ["entry_fill", "reserve", "allocate"]
 
 
 def test_lists_filter_by_query_parameters(traders: tuple[Trader, Trader]) -> None:
@@ -111,11 +121,16 @@ def test_lists_filter_by_query_parameters(traders: tuple[Trader, Trader]) -> Non
         Order.objects.filter(account=alice.setup.account).values_list("id", flat=True)
     )
     assert ids(alice.client, "orders", "?status=CANCELED") == set()
-    assert ids(alice.client, "positions", "?state=CLOSED") == set()
+    assert ids(alice.client, "positions", "?state=CLOSED") == set(
+        Position.objects.filter(account=alice.setup.account, state="CLOSED").values_list("id", flat=True)
+    )
+    assert ids(alice.client, "positions", "?state=OPEN") == set(
+        Position.objects.filter(account=alice.setup.account, state="OPEN").values_list("id", flat=True)
+    )
     assert ids(alice.client, "fills") == set(
         Fill.objects.filter(account=alice.setup.account).values_list("id", flat=True)
     )
-    assert Position.objects.count() == 2
+    assert Position.objects.count() == 4  # each trader: the open paper position and one closed trade
 
 
 def test_health_is_for_staff_only(traders: tuple[Trader, Trader]) -> None:
