@@ -236,7 +236,13 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
     )
     assert site_fills == paper_fills
     # Reservations: no intent left pending, and only orders working at the broker hold capital.
-    assert _rows(db, "SELECT count(*) FROM orders_orderintent WHERE state = 'PENDING'")[0][0] == 0
+    assert _rows(db, "SELECT count(*) FROM orders_orderintent WHERE state = 'PENDING'")[0][0] == 0, (
+        _rows(
+            db,
+            "SELECT client_order_id, intent, signal_output_id, strategy_id FROM orders_orderintent WHERE state = 'PENDING'",
+        ),
+        output[-3000:],
+    )
     abandoned = {
         cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'ABANDONED'")
     }
