@@ -174,9 +174,12 @@ def backtest_run_execute(*, run_id: int, push_loop: asyncio.AbstractEventLoop | 
     }
     run.signals = result.summary.signals
     run.ticks_done = result.summary.ticks
+    # The count taken at the start misses ticks the recorder wrote into the range since (a
+    # range ending now, or late prints): the run replayed them, so the total is what it read.
+    run.ticks_total = max(run.ticks_total, run.ticks_done)
     run.status = RunStatus.DONE
     run.finished_at = datetime.now(UTC)
-    run.save(update_fields=["report", "signals", "ticks_done", "status", "finished_at"])
+    run.save(update_fields=["report", "signals", "ticks_done", "ticks_total", "status", "finished_at"])
     progress_push(run, loop=push_loop)
     return f"backtest run {run_id}: {result.summary.ticks} ticks, {result.report.trades} trades"
 

@@ -71,8 +71,8 @@ def open_positions(site: Site, username: str) -> list[dict[str, Any]]:
 
 
 def test_a_manual_entry_then_close_ends_flat_at_the_paper_broker_and_in_the_ledger(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
-    make_trader(site, "carol")
-    page = open_dashboard(browser, site, "carol")
+    make_trader(site, "dora")
+    page = open_dashboard(browser, site, "dora")
     enter(page, "BTC-USD")
     filled_rows(page, 1)
     screenshot(page, "manual-entry")
@@ -81,7 +81,7 @@ def test_a_manual_entry_then_close_ends_flat_at_the_paper_broker_and_in_the_ledg
     page.wait_for_selector("#manual-positions tr.empty", timeout=90_000)
 
     def flat() -> dict[str, Any] | None:
-        state = books(site, "carol")
+        state = books(site, "dora")
         done = state["broker"] == [] and all(p["state"] == "CLOSED" for p in state["positions"])
         return state if done else None
 
