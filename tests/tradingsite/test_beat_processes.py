@@ -114,9 +114,14 @@ def _other_sessions() -> int:
     return int(row[0]) if row else 0
 
 
+RECONCILE_TASK = "orders.tasks.reconcile_accounts"
+
+
 def _queued(queue: str) -> list[dict[str, object]]:
+    """The reconcile sends on the queue (the other declared jobs send on their own cadence)."""
     raw = redis.Redis.from_url(settings.REDIS_URL).lrange(queue, 0, -1)
-    return [json.loads(item)["headers"] for item in raw]
+    headers = [json.loads(item)["headers"] for item in raw]
+    return [h for h in headers if h.get("task") == RECONCILE_TASK]
 
 
 def _pid_in_holder() -> int:
