@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from celery import current_app
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
@@ -30,6 +31,8 @@ from processor.backtest import BacktestError
 from processor.backtest_report import report_as_json
 
 log = logging.getLogger(__name__)
+# The Celery task that executes a run (backtesting.tasks).
+EXECUTE_TASK = "backtesting.backtest_run_execute"
 
 BATCH_TICKS = 256
 # Progress is saved and pushed at most this often (and once at the end).
@@ -91,9 +94,8 @@ def backtest_run_start(*, run_id: int) -> None:
             daemon=True,
         ).start()
         return
-    from backtesting.tasks import backtest_run_execute as task  # the task module imports this one
-
-    task.delay(run_id)
+    # Sent by name: the task module wraps this one, so importing it here would close a loop.
+    current_app.send_task(EXECUTE_TASK, args=[run_id])
 
 
 def backtest_run_in_thread(*, run_id: int, push_loop: asyncio.AbstractEventLoop | None = None) -> str:

@@ -7,6 +7,6 @@ from celery import shared_task
 from backtesting import services
 
 
-@shared_task(name="backtesting.backtest_run_execute", ignore_result=True)  # type: ignore[untyped-decorator]
+@shared_task(name=services.EXECUTE_TASK, ignore_result=True)  # type: ignore[untyped-decorator]
 def backtest_run_execute(run_id: int) -> str:
     return services.backtest_run_execute(run_id=run_id)

@@ -11,7 +11,6 @@ owner; for a signal that reached no account, everyone whose accounts trade the s
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,11 +18,10 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from django.utils import timezone
 
 from core.push_groups import user_group
+from orders.account_audience import account_owner_and_name
 from orders.audit import audit_record, audit_record_many
 from orders.events import send_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
@@ -373,34 +371,13 @@ def _push_events_on_commit(events: Sequence[tuple[int, dict[str, Any]]]) -> None
     send_after_commit(send, f"signal outcome push for {len(events)} accounts")
 
 
-# An account's owner never changes and its name rarely does: a push may show a name
-# up to this old rather than read the account on every decision.
-ACCOUNT_CACHE_S = 10.0
-_accounts: dict[int, tuple[float, int, str]] = {}
-
-
-@receiver([post_save, post_delete], sender="orders.Account", dispatch_uid="orders.outcomes.account_cache")
-def _forget_account(sender: type, instance: Any, **kwargs: Any) -> None:
-    _accounts.pop(instance.pk, None)
-
-
-def account_audience_seen(*, account_id: int, owner_id: int, name: str) -> None:
-    """Remember an account's owner and name as just read (the executor's plan read has them), for the pushes."""
-    _accounts[account_id] = (time.monotonic(), owner_id, name)
-
-
 def _audience(account_id: int | None, strategy_id: int | None) -> tuple[list[int], str] | None:
     """Who may see an outcome (owner ids) and the account's name; None when no one."""
-    from orders.models import Account, TradeSetting
+    from orders.models import TradeSetting
 
     if account_id is not None:
-        cached = _accounts.get(account_id)
-        if cached is None or time.monotonic() - cached[0] > ACCOUNT_CACHE_S:
-            owner = Account.objects.filter(pk=account_id).values_list("owner_id", "name").first()
-            if owner is None:
-                return None
-            cached = _accounts[account_id] = (time.monotonic(), owner[0], owner[1])
-        return [cached[1]], cached[2]
+        known = account_owner_and_name(account_id)
+        return None if known is None else ([known[0]], known[1])
     if strategy_id is not None:
         # No account traded it: the same users who see the strategy's signals.
         owners = list(

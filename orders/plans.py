@@ -57,7 +57,7 @@ def plans_for_signal(signal: Signal) -> list[TradePlan]:
     """Return a plan per enabled trade setting of the signal's strategy whose account trades that instrument."""
     from feeds.distribution.metadata_gate import metadata_missing_reason
     from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
-    from orders.outcomes import account_audience_seen
+    from orders.account_audience import account_audience_seen
     from orders.selectors import trade_settings_on_instrument
 
     instrument, settings_list = trade_settings_on_instrument(

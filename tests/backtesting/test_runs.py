@@ -99,3 +99,12 @@ def test_candles_of_a_run_bucket_its_recorded_ticks(trader) -> None:
     assert candles[0] == {"time": START_NS // 1_000_000_000, "open": 100.0, "high": 100.0, "low": 100.0, "close": 100.0}
     assert candles[3] | {"time": 0} == {"time": 0, "open": 101.0, "high": 101.0, "low": 101.0, "close": 101.0}
     assert run_candles(run, "NOPE") == []
+
+
+def test_the_run_is_sent_by_the_name_its_celery_task_is_registered_under() -> None:
+    from celery import current_app
+
+    import backtesting.tasks  # noqa: F401  (registers the task, as the worker does)
+    from backtesting.services import EXECUTE_TASK
+
+    assert current_app.tasks[EXECUTE_TASK].name == EXECUTE_TASK
