@@ -5,19 +5,32 @@ replayed batch has been folded, its ticks and the signals they caused are merged
 exchange-time order into the simulated account: each tick first fills what is working,
 then the signals it caused are decided, so an order fills from the next tick on, never
 on the tick that caused it, as on the live paper exchange.
+
+Over a tick tape (`run_filled_tape`) the same decisions are reached without a per-tick
+step: the strategy folds the tape's columns (backtesting.tape_replay), each signal is
+decided after the tick the batch merge above would decide it after, and the account
+sees only the ticks it can act on, those of an instrument with a working order, plus
+each instrument's last tick. The results are the merge's, to the fee and the
+nanosecond (a test replays random tapes both ways); a tape whose times go backwards,
+or batches the processor would route in slices, take the merge path itself.
 """
 
 from __future__ import annotations
 
+import time
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from backtesting.simulated_account import SimulatedAccount, SimulatedSettings
+from backtesting.tape_replay import TapeSignal, fold_tape
+from backtesting.tick_tape import TickTape, collector_paused
 from feeds.market import FeedData, MarketData
 from processor.backtest import BacktestSummary, JsonLinesWriter, run_backtest
 from processor.backtest_report import BacktestReport, build_report
 from processor.outputs import StrategyOutput
+from processor.processor import MAX_SLICE_TICKS
 from processor.signals import Signal
 
 
@@ -93,3 +106,94 @@ async def run_filled_backtest(
     start_ns, end_ns = (span[0], span[1]) if span else (0, 0)
     report = build_report(account.closed, starting_capital=settings.capital, start_ns=start_ns, end_ns=end_ns)
     return FilledBacktest(summary=summary, account=account, report=report)
+
+
+async def run_filled_tape(
+    *,
+    kind: str,
+    params: Mapping[str, Any],
+    tape: TickTape,
+    settings: SimulatedSettings,
+    batch_ticks: int = 256,
+    close_at_end: bool = True,
+) -> FilledBacktest:
+    """`run_filled_backtest` over a tape replayed in batches of `batch_ticks`, with the same results."""
+    if not tape.in_time_order() or (len(tape.symbols) > 1 and batch_ticks > MAX_SLICE_TICKS):
+        return await run_filled_backtest(
+            kind=kind, params=params, batches=tape.batches(batch_ticks), settings=settings, close_at_end=close_at_end
+        )
+    started = time.perf_counter()
+    account = SimulatedAccount(settings)
+    with collector_paused():
+        folded = fold_tape(kind=kind, params=params, tape=tape)
+        at = 0  # the next tape index the account has not been offered
+        for index, signal in _decisions(tape, folded.signals, batch_ticks):
+            if at <= index:
+                _offer(account, tape, at, index + 1)
+                at = index + 1
+            account.signal(signal)
+        _offer(account, tape, at, len(tape))
+        for index in _last_ticks(tape):
+            account.seen(tape.tick(index))
+        if close_at_end:
+            account.close_all()
+    start_ns, end_ns = (tape.times[0], tape.times[-1]) if len(tape) else (0, 0)
+    report = build_report(account.closed, starting_capital=settings.capital, start_ns=start_ns, end_ns=end_ns)
+    summary = BacktestSummary(
+        ticks=len(tape),
+        outputs=folded.outputs,
+        signals=len(folded.signals),
+        symbols=len(tape.symbols),
+        seconds=time.perf_counter() - started,
+    )
+    return FilledBacktest(summary=summary, account=account, report=report)
+
+
+def _decisions(tape: TickTape, signals: Sequence[TapeSignal], batch_ticks: int) -> list[tuple[int, Signal]]:
+    """Each signal with the tape index of the tick after which the batch merge decides it, in decision order.
+
+    The merge decides a batch's signals, in the order the processor emitted them (by
+    instrument in order of first appearance in the batch, each in fold order) sorted
+    stably by time, each right after the batch's first tick at or past its time.
+    """
+    times, ids = tape.times, tape.symbol_ids
+    keyed: list[tuple[int, int, int, int, Signal]] = []
+    first_in_batch: dict[tuple[int, str], int] = {}
+    for found in signals:
+        start = found.index - found.index % batch_ticks
+        end = min(start + batch_ticks, len(times))
+        signal = found.signal
+        appears = 0
+        if ids is not None:
+            key = (start, signal.symbol)
+            appears = first_in_batch.get(key, -1)
+            if appears < 0:
+                symbol_id = tape.symbols.index(signal.symbol)
+                appears = first_in_batch[key] = ids.index(symbol_id, start, end)
+        keyed.append((start, signal.occurrence_ns, appears, found.rank, signal))
+    keyed.sort(key=lambda k: k[:4])
+    count = len(times)
+    return [
+        (bisect_left(times, occurrence, start, min(start + batch_ticks, count)), signal)
+        for start, occurrence, _, _, signal in keyed
+    ]
+
+
+def _offer(account: SimulatedAccount, tape: TickTape, start: int, end: int) -> None:
+    """Offer the account the ticks [start, end) it can act on: those of an instrument with a working order."""
+    index = start
+    while index < end and account.working:
+        if account.works_on(tape.symbol_of(index)):
+            account.tick(tape.tick(index))
+        index += 1
+
+
+def _last_ticks(tape: TickTape) -> list[int]:
+    if not len(tape):
+        return []
+    if tape.symbol_ids is None:
+        return [len(tape) - 1]
+    last: dict[int, int] = {}
+    for index, symbol_id in enumerate(tape.symbol_ids):
+        last[symbol_id] = index
+    return sorted(last.values())

@@ -178,6 +178,23 @@ class SimulatedAccount:
         )
         return Outcome.PLACED
 
+    def works_on(self, symbol: str) -> bool:
+        """Whether a tick of `symbol` can change anything here: a working order on it.
+
+        A tick of an instrument without one only becomes its latest price (`seen`), so a
+        caller replaying a tape may skip it and hand over the instrument's last tick.
+        """
+        return any(o.symbol == symbol for o in self._orders)
+
+    @property
+    def working(self) -> bool:
+        """Whether any order is working (else no tick can fill anything)."""
+        return bool(self._orders)
+
+    def seen(self, tick: MarketData) -> None:
+        """Take `tick` as its instrument's latest price, as `tick` does (the end of a run closes there)."""
+        self._last[tick.symbol] = tick
+
     def tick(self, tick: MarketData) -> None:
         """Fill the working orders of the tick's instrument that it trades through."""
         self._last[tick.symbol] = tick

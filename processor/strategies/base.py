@@ -53,6 +53,30 @@ class StrategyLogic(ABC):
         accepted one is skipped and counted in `skipped_out_of_order`.
         """
 
+    def fold_columns(
+        self,
+        times: Sequence[int],
+        prices: Sequence[int],
+        volumes: Sequence[int],
+        rows: list[OutputRow],
+        signals: list[SignalRow],
+        *,
+        trading: bool = True,
+    ) -> None:
+        """Fold ticks of this instrument given as columns (exchange times ns, fixed-point prices and volumes).
+
+        The same fold as `fold`, without a MarketData per tick: a backtest reading a
+        columnar tape calls it when the kind has it (`folds_columns`). A kind whose
+        `fold` reads only these three fields can implement its loop once here and have
+        `fold` pass the columns of its ticks.
+        """
+        raise NotImplementedError(f"{type(self).__name__} folds MarketData only")
+
+    @classmethod
+    def folds_columns(cls) -> bool:
+        """Whether this kind implements `fold_columns` (else a columnar caller builds MarketData)."""
+        return cls.fold_columns is not StrategyLogic.fold_columns
+
     def warm(self, ticks: Sequence[MarketData]) -> None:
         """Pre-fill the state from history without trading."""
         self.fold(ticks, [], [], trading=False)

@@ -82,6 +82,19 @@ class EmaCrossover(StrategyLogic):
     def fold(
         self, ticks: Sequence[MarketData], rows: list[OutputRow], signals: list[SignalRow], *, trading: bool = True
     ) -> None:
+        # One loop for live ticks and for a backtest's columns: the EMA reads no volume.
+        self.fold_columns([t.ts_event for t in ticks], [t.price for t in ticks], (), rows, signals, trading=trading)
+
+    def fold_columns(
+        self,
+        times: Sequence[int],
+        prices: Sequence[int],
+        volumes: Sequence[int],
+        rows: list[OutputRow],
+        signals: list[SignalRow],
+        *,
+        trading: bool = True,
+    ) -> None:
         # The hot loop: state lives in locals and is written back once per call.
         timeframe = self.timeframe_ns
         af = self.alpha_fast
@@ -99,8 +112,7 @@ class EmaCrossover(StrategyLogic):
         on_close = self.bucket_close_only
         append = rows.append
         skipped = 0
-        for tick in ticks:
-            ts = tick.ts_event
+        for ts, price in zip(times, prices):
             if ts < last_ts:
                 skipped += 1
                 continue
@@ -117,7 +129,6 @@ class EmaCrossover(StrategyLogic):
                     closed += 1
                 start = ts - ts % timeframe
                 end = start + timeframe
-            price = tick.price
             close = p = float(price) / _SCALE_FLOAT
             if closed:
                 fast = af * p + bf * cf

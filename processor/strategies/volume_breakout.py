@@ -63,30 +63,48 @@ class VolumeBreakout(StrategyLogic):
     def fold(
         self, ticks: Sequence[MarketData], rows: list[OutputRow], signals: list[SignalRow], *, trading: bool = True
     ) -> None:
+        # One loop for live ticks and for a backtest's columns.
+        self.fold_columns(
+            [t.ts_event for t in ticks],
+            [t.price for t in ticks],
+            [t.volume for t in ticks],
+            rows,
+            signals,
+            trading=trading,
+        )
+
+    def fold_columns(
+        self,
+        times: Sequence[int],
+        prices: Sequence[int],
+        volumes: Sequence[int],
+        rows: list[OutputRow],
+        signals: list[SignalRow],
+        *,
+        trading: bool = True,
+    ) -> None:
         target = self.bar_volume
         start = self.bar_start_ns
         o, h, lo, c, v = self.bar_open, self.bar_high, self.bar_low, self.bar_close, self.bar_volume_sum
         last_ts = self.last_ts_ns
         append = rows.append
         skipped = 0
-        for tick in ticks:
-            ts = tick.ts_event
+        for ts, price, volume in zip(times, prices, volumes, strict=True):
             if ts < last_ts:
                 skipped += 1
                 continue
             last_ts = ts
-            price = tick.price
             if start is None:
                 start = ts
                 o = h = lo = c = price
-                v = tick.volume
+                v = volume
             else:
                 if price > h:
                     h = price
                 elif price < lo:
                     lo = price
                 c = price
-                v += tick.volume
+                v += volume
             append((start, ts, o, h, lo, c, v))
             if v >= target:
                 if trading:
