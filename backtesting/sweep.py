@@ -20,9 +20,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from backtesting.runner import run_filled_backtest
+from backtesting.runner import run_filled_tape
 from backtesting.simulated_account import SimulatedSettings
-from backtesting.sweep_worker import worker_setup
+from backtesting.sweep_worker import worker_setup, worker_tape
 from processor.backtest_report import BacktestReport
 
 # Higher is better for all but the drawdown, where lower is.
@@ -89,8 +89,7 @@ def _figures(report: BacktestReport, signals: int) -> dict[str, Any]:
 
 
 def run_point(kind: str, index: int, params: dict[str, Any], ticks: str, settings: SimulatedSettings) -> SweepResult:
-    """One point's backtest (in a worker process)."""
-    from feeds.venues.tick_csv import read_tick_csv
+    """One point's backtest (in a worker process, over the tape it keeps for the file)."""
     from processor.backtest import BACKTEST_FEED
     from processor.strategies import clean_params
 
@@ -98,8 +97,8 @@ def run_point(kind: str, index: int, params: dict[str, Any], ticks: str, setting
         cleaned = clean_params(kind, params)
     except ValidationError as exc:
         return SweepResult(index=index, params=params, refused="; ".join(exc.messages))
-    batches = read_tick_csv(ticks, feed=BACKTEST_FEED)
-    run = asyncio.run(run_filled_backtest(kind=kind, params=cleaned, batches=batches, settings=settings))
+    tape = worker_tape(ticks, BACKTEST_FEED)
+    run = asyncio.run(run_filled_tape(kind=kind, params=cleaned, tape=tape, settings=settings))
     return SweepResult(index=index, params=params, figures=_figures(run.report, run.summary.signals))
 
 
