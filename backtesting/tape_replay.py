@@ -105,7 +105,15 @@ def _collect(
     for index, kind, price, ts in signal_rows:
         # Signal(strategy_id, strategy_name, feed, symbol, kind, price, emitted_ns, occurrence_ns, output_id)
         signal = _make_signal(
-            strategy_id, name, tape.feed, symbol, kind, price, emitted_ns, ts, output_id(execution_id, first_seq + index)
+            strategy_id,
+            name,
+            tape.feed,
+            symbol,
+            kind,
+            price,
+            emitted_ns,
+            ts,
+            output_id(execution_id, first_seq + index),
         )
         at = first_seq + index  # the instrument's tick index when none was skipped
         found.append(

@@ -16,6 +16,8 @@ commands do and names the line of an error; its ticks then become the same tape.
 from __future__ import annotations
 
 import gc
+import itertools
+import operator
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -77,7 +79,7 @@ class TickTape:
     def in_time_order(self) -> bool:
         """Whether exchange times never go backwards along the file."""
         times = self.times
-        return all(a <= b for a, b in zip(times, times[1:], strict=False))
+        return all(map(operator.le, times, itertools.islice(times, 1, None)))
 
     def positions(self, symbol_id: int) -> list[int] | None:
         """The tape indices of one symbol's ticks; None when the tape has one symbol."""
@@ -193,7 +195,7 @@ def _read_columns(path: str | Path, names: list[str], feed: str) -> TickTape | N
             return None
         times_array = pc.if_else(pc.is_null(ts_ns), times_array, ts_ns)
     bounds = pc.min_max(times_array).as_py()
-    if not (MIN_TS_NS <= bounds["min"] and bounds["max"] < MAX_TS_NS):
+    if bounds["min"] < MIN_TS_NS or bounds["max"] >= MAX_TS_NS:
         return None
     symbol = table.unify_dictionaries().column("symbol").combine_chunks()
     symbols = symbol.dictionary.to_pylist()

@@ -1,16 +1,20 @@
 """Backtests with fills and money, and sweeps over the cores.
 
 Prints, in one run:
-- a backtest with fills (`backtest --report`'s path: the processor's replay, the
-  simulated account, the report) over a random-walk CSV, in ticks/s, beside the
-  signals-only replay of the same file and a bare Python loop that reads the CSV and
-  computes the same EMA crossover (the limit);
+- a bare Python loop that reads the CSV and computes the same EMA crossover: the
+  limit, and on a shared machine the measure of its load (every rate is also printed
+  as a share of it);
+- signals only over the tape (pyarrow reads the CSV into columns, the `ema` kind folds
+  them) and, on `--straight-ticks` of the file, the processor's replay of MarketData;
+- a backtest with fills (the simulated account, the report) over the tape, and on
+  `--straight-ticks` the straightforward path (the processor's replay, every tick
+  offered to the account);
 - a sweep of 16 parameter sets: the wall time on one process (16 sequential runs) and
-  on every core;
+  on every core, each worker reading the tape once;
 - a strategy written on the simple per-tick interface (the example package's
   `tick_ema`, the same EMA crossover) against the built-in `ema`'s batch fold.
 
-Run: .venv/bin/python bench/bench_backtest.py [--ticks N] [--sweep-ticks N]
+Run: .venv/bin/python bench/bench_backtest.py [--ticks N] [--sweep-ticks N] [--straight-ticks N]
 """
 
 from __future__ import annotations
@@ -31,14 +35,40 @@ import django
 
 django.setup()
 
-from backtesting.runner import run_filled_backtest  # noqa: E402
+from backtesting.runner import run_filled_backtest, run_filled_tape  # noqa: E402
 from backtesting.simulated_account import SimulatedSettings  # noqa: E402
 from backtesting.sweep import grid_points, run_sweep  # noqa: E402
+from backtesting.tape_replay import run_tape_backtest  # noqa: E402
+from backtesting.tick_tape import read_tick_tape  # noqa: E402
 from feeds.market import parse_fixed  # noqa: E402
 from feeds.venues.tick_csv import read_tick_csv  # noqa: E402
 from processor.backtest import BACKTEST_FEED, JsonLinesWriter, run_backtest  # noqa: E402
 
 PARAMS = {"timeframe_s": 10, "fast": 3, "slow": 8}
+
+
+class Timer:
+    """Wall and CPU seconds (this process, every thread) of a block: on a loaded machine the
+    CPU seconds say what a run costs, the wall seconds what it waited for a core too."""
+
+    def __enter__(self) -> Timer:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def plus(self, other: Timer) -> Timer:
+        both = Timer()
+        both.wall, both.cpu = self.wall + other.wall, self.cpu + other.cpu
+        return both
+
+    def rates(self, ticks: int, bare: Timer) -> str:
+        wall, cpu = ticks / self.wall, ticks / self.cpu
+        return (
+            f"{wall:,.0f} ticks/s ({wall / (ticks / bare.wall):.0%} of the bare loop); "
+            f"{cpu:,.0f} ticks per CPU-s ({cpu / (ticks / bare.cpu):.0%} of the bare loop's)"
+        )
 
 
 def write_walk(path: Path, count: int, seed: int = 11) -> None:
@@ -80,38 +110,57 @@ def bare_loop(path: Path) -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ticks", type=int, default=1_000_000)
-    parser.add_argument("--sweep-ticks", type=int, default=100_000)
+    parser.add_argument("--sweep-ticks", type=int, default=250_000)
+    parser.add_argument("--straight-ticks", type=int, default=100_000, help="ticks for the straightforward paths")
     args = parser.parse_args()
     settings = SimulatedSettings(capital=parse_fixed("100000"), quantity=parse_fixed("1"))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "walk.csv"
         write_walk(path, args.ticks)
-        _, bare_s = bare_loop(path)
-        bare = args.ticks / bare_s
-        print(f"bare CSV + EMA loop: {bare:,.0f} ticks/s ({bare_s:.2f}s for {args.ticks:,} ticks)")
+        import pyarrow.csv  # noqa: F401  (imported once per process, as in a worker; not the run's cost)
+
+        with Timer() as bare:
+            bare_loop(path)
+        print(
+            f"bare CSV + EMA loop: {args.ticks / bare.wall:,.0f} ticks/s, {args.ticks / bare.cpu:,.0f} ticks per CPU-s "
+            f"({bare.wall:.2f}s wall, {bare.cpu:.2f}s CPU for {args.ticks:,} ticks)"
+        )
 
         writer = JsonLinesWriter(lambda line: None, kind="ema", signals_only=True)
-        started = time.perf_counter()
-        summary = asyncio.run(
-            run_backtest(kind="ema", params=PARAMS, batches=read_tick_csv(path, feed=BACKTEST_FEED), writer=writer)
-        )
-        signals_s = time.perf_counter() - started
-        rate = args.ticks / signals_s
+        with Timer() as read:
+            tape = read_tick_tape(path, feed=BACKTEST_FEED)
+        with Timer() as fold:
+            summary = run_tape_backtest(kind="ema", params=PARAMS, tape=tape, writer=writer)
         print(
-            f"signals only:        {rate:,.0f} ticks/s ({rate / bare:.0%} of the bare loop, {summary.signals} signals)"
+            f"signals only, tape: {read.plus(fold).rates(args.ticks, bare)}; {summary.signals} signals; "
+            f"read {read.wall:.2f}s wall {read.cpu:.2f}s CPU, fold {fold.wall:.2f}s wall {fold.cpu:.2f}s CPU"
         )
 
-        started = time.perf_counter()
-        run = asyncio.run(
-            run_filled_backtest(
-                kind="ema", params=PARAMS, batches=read_tick_csv(path, feed=BACKTEST_FEED), settings=settings
-            )
-        )
-        filled_s = time.perf_counter() - started
-        rate = args.ticks / filled_s
+        straight_path = Path(tmp) / "straight.csv"
+        write_walk(straight_path, args.straight_ticks)
+        writer = JsonLinesWriter(lambda line: None, kind="ema", signals_only=True)
+        with Timer() as replay:
+            batches = read_tick_csv(straight_path, feed=BACKTEST_FEED)
+            asyncio.run(run_backtest(kind="ema", params=PARAMS, batches=batches, writer=writer))
         print(
-            f"with fills + report: {rate:,.0f} ticks/s ({rate / bare:.0%} of the bare loop; "
-            f"{run.account.fills} fills, {run.report.trades} trades)"
+            f"signals only, processor replay of MarketData ({args.straight_ticks:,} ticks): "
+            f"{replay.rates(args.straight_ticks, bare)}"
+        )
+
+        with Timer() as filled:
+            tape = read_tick_tape(path, feed=BACKTEST_FEED)
+            run = asyncio.run(run_filled_tape(kind="ema", params=PARAMS, tape=tape, settings=settings))
+        print(
+            f"with fills + report, tape: {filled.rates(args.ticks, bare)}; "
+            f"{run.account.fills} fills, {run.report.trades} trades"
+        )
+
+        with Timer() as straight_timer:
+            batches = read_tick_csv(straight_path, feed=BACKTEST_FEED)
+            straight = asyncio.run(run_filled_backtest(kind="ema", params=PARAMS, batches=batches, settings=settings))
+        print(
+            f"with fills + report, straightforward ({args.straight_ticks:,} ticks): "
+            f"{straight_timer.rates(args.straight_ticks, bare)}; {straight.report.trades} trades"
         )
 
         sweep_path = Path(tmp) / "sweep.csv"

@@ -164,7 +164,10 @@ def test_a_file_outside_the_plain_form_is_read_or_refused_by_the_line_reader(tmp
     odd = tmp_path / "odd.csv"
     odd.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,+100.50,1.\n\n{T0_MS + 5},BTC,0100,2\n")
     tape = read_tick_tape(odd, feed=BACKTEST_FEED)
-    assert tape.prices == [parse_fixed("100.5"), parse_fixed("100")] and tape.volumes == [parse_fixed("1"), parse_fixed("2")]
+    assert tape.prices == [parse_fixed("100.5"), parse_fixed("100")] and tape.volumes == [
+        parse_fixed("1"),
+        parse_fixed("2"),
+    ]
     bad = tmp_path / "bad.csv"
     bad.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,100,1\n{T0_MS},BTC,-1,1\n")
     with pytest.raises(TickFileError, match="line 3"):
