@@ -182,6 +182,11 @@ def _decisions(tape: TickTape, signals: Sequence[TapeSignal], batch_ticks: int) 
 def _offer(account: SimulatedAccount, tape: TickTape, start: int, end: int) -> None:
     """Offer the account the ticks [start, end) it can act on: those of an instrument with a working order."""
     index = start
+    if tape.symbol_ids is None:  # one instrument: a working order is on it
+        while index < end and account.working:
+            account.tick(tape.tick(index))
+            index += 1
+        return
     while index < end and account.working:
         if account.works_on(tape.symbol_of(index)):
             account.tick(tape.tick(index))

@@ -63,11 +63,11 @@ class Timer:
         both.wall, both.cpu = self.wall + other.wall, self.cpu + other.cpu
         return both
 
-    def rates(self, ticks: int, bare: Timer) -> str:
+    def rates(self, ticks: int, bare: Timer, bare_ticks: int) -> str:
         wall, cpu = ticks / self.wall, ticks / self.cpu
         return (
-            f"{wall:,.0f} ticks/s ({wall / (ticks / bare.wall):.0%} of the bare loop); "
-            f"{cpu:,.0f} ticks per CPU-s ({cpu / (ticks / bare.cpu):.0%} of the bare loop's)"
+            f"{wall:,.0f} ticks/s ({wall / (bare_ticks / bare.wall):.0%} of the bare loop); "
+            f"{cpu:,.0f} ticks per CPU-s ({cpu / (bare_ticks / bare.cpu):.0%} of the bare loop's)"
         )
 
 
@@ -110,7 +110,7 @@ def bare_loop(path: Path) -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ticks", type=int, default=1_000_000)
-    parser.add_argument("--sweep-ticks", type=int, default=250_000)
+    parser.add_argument("--sweep-ticks", type=int, default=1_000_000)
     parser.add_argument("--straight-ticks", type=int, default=100_000, help="ticks for the straightforward paths")
     args = parser.parse_args()
     settings = SimulatedSettings(capital=parse_fixed("100000"), quantity=parse_fixed("1"))
@@ -132,7 +132,7 @@ def main() -> None:
         with Timer() as fold:
             summary = run_tape_backtest(kind="ema", params=PARAMS, tape=tape, writer=writer)
         print(
-            f"signals only, tape: {read.plus(fold).rates(args.ticks, bare)}; {summary.signals} signals; "
+            f"signals only, tape: {read.plus(fold).rates(args.ticks, bare, args.ticks)}; {summary.signals} signals; "
             f"read {read.wall:.2f}s wall {read.cpu:.2f}s CPU, fold {fold.wall:.2f}s wall {fold.cpu:.2f}s CPU"
         )
 
@@ -144,14 +144,14 @@ def main() -> None:
             asyncio.run(run_backtest(kind="ema", params=PARAMS, batches=batches, writer=writer))
         print(
             f"signals only, processor replay of MarketData ({args.straight_ticks:,} ticks): "
-            f"{replay.rates(args.straight_ticks, bare)}"
+            f"{replay.rates(args.straight_ticks, bare, args.ticks)}"
         )
 
         with Timer() as filled:
             tape = read_tick_tape(path, feed=BACKTEST_FEED)
             run = asyncio.run(run_filled_tape(kind="ema", params=PARAMS, tape=tape, settings=settings))
         print(
-            f"with fills + report, tape: {filled.rates(args.ticks, bare)}; "
+            f"with fills + report, tape: {filled.rates(args.ticks, bare, args.ticks)}; "
             f"{run.account.fills} fills, {run.report.trades} trades"
         )
 
@@ -160,7 +160,7 @@ def main() -> None:
             straight = asyncio.run(run_filled_backtest(kind="ema", params=PARAMS, batches=batches, settings=settings))
         print(
             f"with fills + report, straightforward ({args.straight_ticks:,} ticks): "
-            f"{straight_timer.rates(args.straight_ticks, bare)}; {straight.report.trades} trades"
+            f"{straight_timer.rates(args.straight_ticks, bare, args.ticks)}; {straight.report.trades} trades"
         )
 
         sweep_path = Path(tmp) / "sweep.csv"
