@@ -20,7 +20,7 @@ import itertools
 import operator
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,7 +208,7 @@ def _read_columns(path: str | Path, names: list[str], feed: str) -> TickTape | N
             return None
         numbers.append(_unscaled(pc.cast(text, pa.decimal128(30, SCALE_DIGITS))))
     prices, volumes = numbers
-    if min(prices) <= 0:
+    if min(prices) <= 0:  # a price is above zero; the line reader names the line that is not
         return None
     sides: list[Side | None] | None = None
     if "side" in names:
@@ -251,8 +251,11 @@ def _unscaled(array: Any) -> list[int]:
     words = memoryview(array.buffers()[1]).cast("B")
     start, count = array.offset * 16, len(array)
     words = words[start : start + count * 16]
-    low: Sequence[int] = words.cast("Q")[0::2].tolist()
+    low: list[int] = words.cast("Q")[0::2].tolist()
+    import pyarrow.compute as pc
+
+    largest = pc.max(array).as_py()
+    if largest is None or int(largest.scaleb(SCALE_DIGITS)) < 2**64:  # no high word (18.4 million at 12 places)
+        return low
     high: list[int] = words.cast("q")[1::2].tolist()
-    if not any(high):  # every value below 2**64 (18.4 million at 12 places)
-        return list(low)
     return [lo + (hi << 64) for lo, hi in zip(low, high, strict=True)]
