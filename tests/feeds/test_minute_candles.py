@@ -30,9 +30,7 @@ SPAN_MINUTES = 130  # crosses two hour bars and many 5 / 15 minute bars
 
 def _tape(instrument_id: int, rng: random.Random) -> list[TickRow]:
     rows: list[TickRow] = []
-    trade_id = 0
-    for _ in range(600):
-        trade_id += 1
+    for trade_id in range(1, 601):
         offset = rng.randrange(SPAN_MINUTES * 60) * S
         if rng.random() < 0.2 and rows:
             offset = rows[-1][1] - BASE  # a tie of exchange time with the previous trade
