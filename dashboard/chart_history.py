@@ -107,7 +107,9 @@ def chart_history(request: HttpRequest, instrument_id: int) -> HttpResponse:
                     "volume": fixed_to_str(bar.volume),
                     "trades": bar.trades,
                 }
-                for bar in chart_bars(instrument_id=instrument.pk, bucket_ns=bucket_ns, start_ns=start_ns, end_ns=end_ns)
+                for bar in chart_bars(
+                    instrument_id=instrument.pk, bucket_ns=bucket_ns, start_ns=start_ns, end_ns=end_ns
+                )
             ],
             "outputs": _outputs(user, instrument, start_ns, end_ns),
             "fills": _fills(user, instrument, start_ns, end_ns),
