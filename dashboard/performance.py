@@ -242,12 +242,22 @@ def _totals(trades: QuerySet[Position], zone: tzinfo) -> _Totals:
     )
 
 
+# Numeric aggregates once per trade, per (day, instrument, strategy, account); the
+# grouping sets then only add up those few rows (the net P&L is gains + losses: a
+# break-even trade adds 0).
 _GROUPING_SETS_SQL = """
+WITH f AS (
+  SELECT day, instrument_id, strategy_id, account_id, COUNT(*) AS n,
+    COUNT(*) FILTER (WHERE realized_pnl > 0) AS wins, COUNT(*) FILTER (WHERE realized_pnl < 0) AS losses,
+    SUM(realized_pnl) FILTER (WHERE realized_pnl > 0) AS gains, SUM(realized_pnl) FILTER (WHERE realized_pnl < 0) AS lost,
+    SUM(fees) AS fees, MAX(realized_pnl) AS best, MIN(realized_pnl) AS worst
+  FROM ({trades}) t
+  GROUP BY day, instrument_id, strategy_id, account_id
+)
 SELECT GROUPING(day, instrument_id, strategy_id, account_id), day, instrument_id, strategy_id, account_id,
-  COUNT(*), COUNT(*) FILTER (WHERE realized_pnl > 0), COUNT(*) FILTER (WHERE realized_pnl < 0),
-  SUM(realized_pnl), SUM(realized_pnl) FILTER (WHERE realized_pnl > 0),
-  SUM(realized_pnl) FILTER (WHERE realized_pnl < 0), SUM(fees), MAX(realized_pnl), MIN(realized_pnl)
-FROM ({trades}) t
+  SUM(n), SUM(wins), SUM(losses), COALESCE(SUM(gains), 0) + COALESCE(SUM(lost), 0), SUM(gains), SUM(lost),
+  SUM(fees), MAX(best), MIN(worst)
+FROM f
 GROUP BY GROUPING SETS ((day), (instrument_id), (strategy_id), (account_id), ())
 """
 # GROUPING() sets a bit (first argument highest) for each column a row is not grouped by.
@@ -331,7 +341,8 @@ _DRAWDOWN_SQL = """
 WITH t AS ({trades}),
 c AS (
   SELECT id, exit_at,
-         SUM({pnl}) OVER (ORDER BY exit_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pnl
+         CAST(SUM({pnl}) OVER (ORDER BY exit_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS {total})
+           AS pnl
   FROM t
 ),
 p AS (
@@ -361,8 +372,10 @@ def _drawdown(trades: QuerySet[Position], capital: int, *, total_abs_pnl: int) -
     except EmptyResultSet:  # no accounts at all: the query has nothing to read
         return Drawdown(peak_equity=capital)
     with connection.cursor() as cursor:
+        # Bounded, the running total is bigint all the way (sum, running maximum, the gap).
         summed = "CAST(realized_pnl AS bigint)" if total_abs_pnl < _INT64_LIMIT else "realized_pnl"
-        cursor.execute(_DRAWDOWN_SQL.format(trades=sql, pnl=summed), params)
+        total = "bigint" if total_abs_pnl < _INT64_LIMIT else "numeric"
+        cursor.execute(_DRAWDOWN_SQL.format(trades=sql, pnl=summed, total=total), params)
         row = cursor.fetchone()
     if row is None:
         return Drawdown(peak_equity=capital)
