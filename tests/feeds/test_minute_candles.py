@@ -9,8 +9,10 @@ bars the raw ticks give for every whole-minute timeframe and for an `end` inside
 from __future__ import annotations
 
 import random
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from feeds.market import parse_fixed
 from feeds.models import Instrument, MinuteCandle, Tick
@@ -130,3 +132,12 @@ def test_a_deleted_tick_has_its_minute_recomputed(recorded: list[Instrument]) ->
 def test_sub_minute_bars_read_the_ticks(recorded: list[Instrument]) -> None:
     args = {"instrument_id": recorded[1].pk, "bucket_ns": 5 * S, "start_ns": BASE, "end_ns": BASE + 600 * S}
     assert chart_bars(**args) == tick_bars(**args)
+
+
+def test_the_backfill_command_rebuilds_lost_candles(recorded: list[Instrument]) -> None:
+    live = [_candles(instrument) for instrument in recorded]
+    MinuteCandle.objects.all().delete()
+    out = StringIO()
+    call_command("backfill_candles", stdout=out)
+    assert [_candles(instrument) for instrument in recorded] == live
+    assert "BTCUSDT" in out.getvalue()
