@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('feeds', '0006_minute_candle_rollup'),
+        ('feeds', '0005_tick_unique_trade_id'),
         ('orders', '0007_position_trade_figures'),
         ('processor', '0003_numbers_fixed_point_12'),
     ]
