@@ -28,7 +28,7 @@ from django.views.decorators.http import require_GET
 from core.fixed_point import fixed_to_str
 from dashboard import selectors
 from feeds.models import Instrument
-from feeds.recording.tick_bars import tick_bars
+from feeds.recording.chart_bars import chart_bars
 from processor.models import StrategyOutputRecord
 
 NS_PER_S = 1_000_000_000
@@ -107,7 +107,9 @@ def chart_history(request: HttpRequest, instrument_id: int) -> HttpResponse:
                     "volume": fixed_to_str(bar.volume),
                     "trades": bar.trades,
                 }
-                for bar in tick_bars(instrument_id=instrument.pk, bucket_ns=bucket_ns, start_ns=start_ns, end_ns=end_ns)
+                for bar in chart_bars(
+                    instrument_id=instrument.pk, bucket_ns=bucket_ns, start_ns=start_ns, end_ns=end_ns
+                )
             ],
             "outputs": _outputs(user, instrument, start_ns, end_ns),
             "fills": _fills(user, instrument, start_ns, end_ns),

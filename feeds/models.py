@@ -192,3 +192,36 @@ class KnownHole(models.Model):
 
     def __str__(self) -> str:
         return f"{self.feed_id}:{self.venue_symbol} hole {self.start_ns}..{self.end_ns}"
+
+
+class MinuteCandle(models.Model):
+    """One instrument's OHLCV of one exchange-time minute, rolled up from its recorded ticks.
+
+    Kept by database triggers on the tick table (feeds.recording.minute_candles), in the
+    statement that inserts the ticks: every writer (COPY, the staging path, bulk_create)
+    keeps it, and a tick skipped as already recorded is never counted. Open and close
+    are the first and last tick by (ts_event, trade id in numeric order, id), the order
+    charts and backfill read ticks in; their keys are kept so that a later batch holding
+    an earlier tick (ticks arrive out of order) replaces the open.
+    """
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="minute_candles")
+    minute = models.BigIntegerField(help_text="ts_event // 60 s: the minute since the Unix epoch.")
+    open = FixedPointField()
+    high = FixedPointField()
+    low = FixedPointField()
+    close = FixedPointField()
+    volume = FixedPointField()
+    trades = models.BigIntegerField()
+    open_ts = models.BigIntegerField(help_text="The open tick's exchange time, UTC ns.")
+    open_trade_id = models.CharField(max_length=64, blank=True)
+    open_tick_id = models.BigIntegerField()
+    close_ts = models.BigIntegerField(help_text="The close tick's exchange time, UTC ns.")
+    close_trade_id = models.CharField(max_length=64, blank=True)
+    close_tick_id = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["instrument", "minute"], name="minute_candle_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.instrument_id}@{self.minute}"

@@ -131,6 +131,16 @@ class Position(models.Model):
             # The closed-trade history and the performance aggregates: one account's
             # closed trades in exit order.
             models.Index(fields=["account", "state", "exit_at"], name="position_trade_history"),
+            # The closed trades alone, in (exit time, id) order, carrying what the
+            # performance figures read: the history pages seek in it (keyset paging) and
+            # the aggregates and the drawdown read it without touching the table
+            # (PostgreSQL; SQLite keeps the index without the included columns).
+            models.Index(
+                fields=["account", "exit_at", "id"],
+                name="position_closed_trades",
+                condition=Q(state="CLOSED", exit_at__isnull=False),
+                include=["realized_pnl", "fees", "instrument", "strategy", "side"],
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -12,7 +12,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard import trade_pages
+from dashboard import performance, trade_pages
 from dashboard.performance import performance_report, report_json
 from dashboard.trade_filters import TradeFilter
 from dashboard.trades import closed_trades_for_user
@@ -220,6 +220,16 @@ def test_no_trades_gives_empty_figures(history_world: HistoryWorld) -> None:
     report = _report(history_world, "since=2030-01-01")
     assert report["summary"]["trades"] == 0 and report["summary"]["win_rate"] is None
     assert report["max_drawdown"] == "0" and report["equity_curve"] == []
+
+
+@pytest.mark.parametrize("query", ["", "result=loss", "symbol=BTCUSDT"])
+def test_the_drawdown_summed_as_numeric_is_the_bigint_one(
+    history_world: HistoryWorld, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    """A P&L total too wide for bigint takes the numeric path; it must agree exactly."""
+    as_bigint = _report(history_world, query)
+    monkeypatch.setattr(performance, "_INT64_LIMIT", 0)
+    assert _report(history_world, query) == as_bigint
 
 
 def test_the_page_shows_the_same_figures(owner: Client) -> None:
