@@ -193,6 +193,10 @@ class TradeExecutor:
                     await self._slots.acquire()
                 finally:
                     self._taking -= 1
+                if self.stop_report is not None:  # the drain ended meanwhile: the final pass may be running
+                    self._slots.release()
+                    self._track(self._refuse_stopped(signal), signal)
+                    continue
                 self._track(self._handle_guarded(signal, slot_held=True), signal)
         finally:
             for task in list(self._running):
@@ -240,11 +244,11 @@ class TradeExecutor:
             unfinished=sorted(signal_key(s) for s in unfinished.values()),
             refused=self.outcomes.get(Outcome.STOPPED, 0),
         )
+        self.stop_report = report  # from here on nothing starts, not even a signal that was waiting for a slot
         if unfinished:
             for task in unfinished:
                 task.cancel()
             await asyncio.wait(unfinished, timeout=max(end - loop.time(), 0.01))
-        self.stop_report = report
         if report.clean:
             self._report(
                 Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped"

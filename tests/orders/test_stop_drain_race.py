@@ -18,7 +18,8 @@ from channels.db import database_sync_to_async
 from core.runtime.core import Runtime
 from dashboard.halts import entries_halt_by_reconciliation
 from feeds.market import FeedData
-from orders.executor import TradeExecutor
+from orders.brokers.registry import BrokerRegistry
+from orders.executor import ExecutorConfig, TradeExecutor
 from orders.ledger import ledger_check
 from orders.manual import exit_order_for
 from orders.models import AuditEvent, OrderIntent, PaperOrder, Position, SignalOutcome
@@ -133,3 +134,27 @@ async def test_an_exit_sent_by_the_risk_watcher_after_the_stop_is_refused_with_i
     assert await executor.handle_plan(exit_order.signal, exit_order.plan) == Outcome.STOPPED
     assert await database_sync_to_async(_outcomes)([exit_order.signal]) == [Outcome.STOPPED]
     assert not await database_sync_to_async(OrderIntent.objects.filter(intent="EXIT").exists)()
+
+
+async def test_a_signal_waiting_for_a_slot_when_the_drain_ends_is_stopped_not_started(settings) -> None:  # type: ignore[no-untyped-def]
+    a = await database_sync_to_async(make_setup)()
+    b = await database_sync_to_async(make_setup)()
+    registry = BrokerRegistry(paper_latency_s=3.0)  # the first order outlives the stop
+    executor = TradeExecutor(
+        broker_for=lambda plan: registry.broker_for(account_id=plan.account_id, venue=plan.broker, mode=plan.mode),
+        config=ExecutorConfig(max_concurrent=1),  # the second signal waits for the first one's slot
+    )
+    hub = SignalHub()
+    runner = asyncio.create_task(executor.run(hub.subscribe("trade-executor")))
+    try:
+        first, waiting = make_signal(a.strategy, SignalKind.ENTRY_LONG), make_signal(b.strategy, SignalKind.ENTRY_LONG)
+        hub.publish([first, waiting])
+        await async_eventually(lambda: database_sync_to_async(OrderIntent.objects.exists)())
+        report = await executor.stop(0.5)
+        assert report.unfinished == [signal_key(first)]
+        # The cancelled first signal gave its slot back after the drain ended: the waiting one must not start.
+        await async_eventually(lambda: database_sync_to_async(lambda: _outcomes([waiting])[0])(), timeout_s=5)
+        assert await database_sync_to_async(_outcomes)([waiting]) == [Outcome.STOPPED]
+    finally:
+        runner.cancel()
+    assert await database_sync_to_async(OrderIntent.objects.count)() == 1
