@@ -57,6 +57,9 @@ from processor.signals import Signal, SignalKind
 log = logging.getLogger(__name__)
 
 COMPONENT = "orders:executor"
+# Of a clean stop's time, what is kept to cancel what is still unfinished and let it
+# give its leases back, so the final reconciliation pass can resolve its intents.
+STOP_UNWIND_S = 1.0
 BrokerFor = Callable[[TradePlan], Broker]
 StepHook = Callable[[str], None]
 
@@ -190,6 +193,10 @@ class TradeExecutor:
                     await self._slots.acquire()
                 finally:
                     self._taking -= 1
+                if self.stop_report is not None:  # the drain ended meanwhile: the final pass may be running
+                    self._slots.release()
+                    self._track(self._refuse_stopped(signal), signal)
+                    continue
                 self._track(self._handle_guarded(signal, slot_held=True), signal)
         finally:
             for task in list(self._running):
@@ -203,14 +210,18 @@ class TradeExecutor:
     async def stop(self, timeout_s: float) -> StopReport:
         """Clean stop: take no new signals, finish the queued and in-flight ones within `timeout_s`.
 
-        Signals already queued are traded as usual; a signal arriving afterwards is
+        Signals already queued are traded as usual; a signal arriving afterwards, or
+        whose turn comes only after an earlier signal of its account, strategy and
+        symbol finished (a backlog would drain one broker round trip at a time), is
         recorded as `stopped` on each account and not traded. A reversal waiting for its
         exit to fill re-checks once and ends (placed, or `stopped`). Whatever is still
-        unfinished at the deadline is logged and reported on health; its intents stay
-        for reconciliation at the next start.
+        unfinished shortly before the deadline is cancelled (its leases given back, its
+        intents left for the final reconciliation pass to resolve), logged and reported
+        on health.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        end = loop.time() + timeout_s
+        deadline = end - min(STOP_UNWIND_S, timeout_s * 0.2)
         if self._signals is not None:
             while True:
                 try:
@@ -228,11 +239,16 @@ class TradeExecutor:
                 await asyncio.wait(busy, timeout=min(remaining, 0.25))
             else:
                 await asyncio.sleep(min(remaining, 0.01))
+        unfinished = {task: signal for task, signal in self._running.items() if not task.done()}
         report = StopReport(
-            unfinished=sorted(signal_key(s) for t, s in self._running.items() if not t.done()),
+            unfinished=sorted(signal_key(s) for s in unfinished.values()),
             refused=self.outcomes.get(Outcome.STOPPED, 0),
         )
-        self.stop_report = report
+        self.stop_report = report  # from here on nothing starts, not even a signal that was waiting for a slot
+        if unfinished:
+            for task in unfinished:
+                task.cancel()
+            await asyncio.wait(unfinished, timeout=max(end - loop.time(), 0.01))
         if report.clean:
             self._report(
                 Status.HEALTHY, f"stopped cleanly; {report.refused} signals after the stop recorded as stopped"
@@ -320,8 +336,21 @@ class TradeExecutor:
 
         The same flow as a strategy's signal (lease, ledger, broker, lifecycle, recorded
         outcome), queued behind that account's earlier signals of the strategy and symbol.
+        Once the stop began it is recorded as `stopped` and not traded; before, the
+        stop's drain waits for it like for a strategy's signal.
         """
-        return await self._chain(signal, plan)
+        if self._stopping:
+            return await self._record(
+                signal,
+                plan.account_id,
+                Outcome.STOPPED,
+                "arrived after the runtime began to stop",
+                entry=signal.is_entry,
+            )
+        flow = self._chain(signal, plan)
+        self._running[flow] = signal  # type: ignore[index]  # awaited like a tracked signal task
+        flow.add_done_callback(lambda done: self._running.pop(done, None))  # type: ignore[arg-type]
+        return await flow
 
     def _group_chain(self, signal: Signal, plans: list[TradePlan]) -> asyncio.Task[list[str]]:
         """Run the group's entry as the tail of each of its accounts: their next signals queue behind it."""
@@ -344,6 +373,14 @@ class TradeExecutor:
         async def after_previous() -> str:
             if previous is not None:
                 await asyncio.wait({previous})
+                if self._stopping:
+                    return await self._record(
+                        signal,
+                        plan.account_id,
+                        Outcome.STOPPED,
+                        "the runtime began to stop while it waited for an earlier signal",
+                        entry=signal.is_entry,
+                    )
             return await self._flow_guarded(signal, plan)
 
         task = asyncio.ensure_future(after_previous())

@@ -17,6 +17,11 @@ entries meanwhile, so no entry slips in before the switch is engaged.
 
 The best price since entry (for trailing stops) is kept in this process; after a
 restart it starts again from the higher of the entry price and the first tick seen.
+
+At a clean stop the watcher is a producer of intents: it stops firing first
+(StopStage.INTAKE), before the executor drains and the final pass closes the books,
+and lets the exits it already sent finish. A tick after that fires nothing; the
+position is watched again after the restart.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from channels.db import database_sync_to_async
 from django.db.models import OuterRef, Q, Subquery, Sum
 
 from core.health import HealthBoard, Status
-from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.core import Phase, RuntimeContext, StartupTask, StopStage
 from feeds.market import FeedData, MarketData, fixed_from_decimal, fixed_to_decimal
 from orders.audit import audit_record
 from orders.db import in_db_thread
@@ -141,9 +146,12 @@ class RiskWatcher:
         self._refreshed_at = float("-inf")
         self._tasks: set[asyncio.Task[None]] = set()
         self._halted: set[tuple[int, str]] = set()
+        self._stopped = False
         self.triggers = 0
 
     async def consume(self, batch: FeedData) -> None:
+        if self._stopped:
+            return
         now = self._clock()
         if now - self._refreshed_at >= self._refresh_s:
             self._refreshed_at = now
@@ -187,6 +195,8 @@ class RiskWatcher:
             )
 
     def _tick(self, watched: Watched, tick: MarketData, now: float) -> None:
+        if self._stopped:  # the refresh awaited by this batch may have spanned the stop
+            return
         best = better(watched.side, self._best.get(watched.position_id, watched.entry_price), tick.price)
         self._best[watched.position_id] = watched.best_price = best
         fired_at = self._fired.get(watched.position_id)
@@ -229,10 +239,18 @@ class RiskWatcher:
         except Exception:  # one failed exit must not stop the watcher; it fires again after refire_s
             log.exception("orders risk-watch: %s exit of position %s failed", level, watched.position_id)
 
-    async def stop(self) -> None:
-        """Let exits already sent finish (the executor's own stop then records later ones as stopped)."""
+    def stop_firing(self) -> None:
+        """Send no more exits, whatever the ticks say (the first step of a clean stop)."""
+        self._stopped = True
+
+    async def stop(self, timeout_s: float | None = None) -> None:
+        """Wait up to `timeout_s` for the exits already sent to finish.
+
+        An exit still working at the timeout is not cancelled: it is the executor's
+        flow, which the executor's own drain waits for.
+        """
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
 
 
 def _exit_order(position_id: int, level: str, price: int) -> ExitOrder | None:
@@ -263,8 +281,10 @@ def risk_watch_startup_tasks(
         ctx.spawn(COMPONENT, drain("risk-watch", fanout.subscribe("risk-watch"), watcher.consume))
 
         async def stop(timeout_s: float) -> None:
-            await asyncio.wait_for(watcher.stop(), timeout_s)
+            watcher.stop_firing()
+            await watcher.stop(timeout_s * 0.9)
 
-        ctx.on_stop("risk-watch", stop)
+        # A producer of intents: it stops before the executor drains (StopStage.DRAIN).
+        ctx.on_stop("risk-watch", stop, stage=StopStage.INTAKE)
 
     return [StartupTask("start-risk-watch", Phase.DATA_FLOW, start)]

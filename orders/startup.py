@@ -9,9 +9,11 @@ SUBSCRIPTIONS: brokers are built and the restart rebuild runs: every account is
 reconciled against its broker (adopting orders placed before a crash, applying missed
 fills, releasing reservations of orders that never left, comparing net exposure)
 before any signal is traded; an account it cannot vouch for stays halted for entries.
-It also registers the clean stop's final reconciliation pass.
+It also registers the clean stop's final reconciliation pass (StopStage.BOOKS).
 DATA_FLOW: the paper exchange starts matching on live ticks and the trade executor
-subscribes to the processor's signals.
+subscribes to the processor's signals; its drain is the stop's StopStage.DRAIN, so the
+final pass runs after it (and after every producer of intents stopped, StopStage.INTAKE)
+however long the drain takes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from core.health import Status
-from core.runtime.core import Phase, RuntimeContext, StartupTask
+from core.runtime.core import Phase, RuntimeContext, StartupTask, StopStage
 from core.runtime.startup_value import StartupValue
 from orders.audit import audit_record
 from orders.brokers.paper import PaperFees
@@ -179,13 +181,14 @@ def orders_startup_tasks(
             rebuild=True,
         )
         ctx.health.set(RECONCILE_COMPONENT, *rebuild_health(results, halting=halt_entries is not None))
-        # Registered here, before the executor's drain hook: hooks run last registered
-        # first, so this pass books what the drained executor and the broker left.
+        # The books stage runs after every drain, with a share of the stop timeout of its
+        # own: this pass books what the drained executor and the broker left.
         ctx.on_stop(
             "orders-final-reconcile",
             lambda timeout_s: final_reconcile(
                 ctx, registry, matcher, timeout_s, tracker=tracker, halt_entries=halt_entries
             ),
+            stage=StopStage.BOOKS,
         )
 
     async def start_trading(ctx: RuntimeContext) -> None:
@@ -210,11 +213,12 @@ def orders_startup_tasks(
         ctx.spawn("trade-executor", executor.run(signals.subscribe("trade-executor")))
 
         async def stop_trading(timeout_s: float) -> None:
-            # Registered after the brokers and the paper matcher, so it runs before their
-            # books close: queued and in-flight signals finish, later ones are refused.
+            # After the producers stopped and before the books close: signals in flight
+            # finish, later ones are refused; what is unfinished at the deadline is
+            # cancelled, its leases given back for the final pass to resolve.
             await executor.stop(timeout_s)
 
-        ctx.on_stop("trade-executor", stop_trading)
+        ctx.on_stop("trade-executor", stop_trading, stage=StopStage.DRAIN)
 
     return [
         StartupTask("orders-restart-rebuild", Phase.SUBSCRIPTIONS, rebuild),

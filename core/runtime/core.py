@@ -4,6 +4,11 @@ Phases start in order, each relying on the ones before. A startup task does its 
 that lives as long as the process is handed to `RuntimeContext.spawn`. A spawned task
 that fails is fatal: the runtime stops and `run()` returns a non-zero exit code.
 Constructing a Runtime has no side effects; `run()` does everything.
+
+A clean stop runs the stop hooks stage by stage (StopStage): whatever makes new work
+stops first, the work in flight drains next, the books are closed last. A later stage
+keeps a share of the stop timeout however long an earlier one takes, so a drain that
+overruns can never leave the books unclosed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from core.health import HealthBoard
 
 log = logging.getLogger(__name__)
 RECANCEL_INTERVAL_S = 0.25
+# Of the stop hooks' time, the share each later stage with hooks keeps for itself.
+LATER_STAGE_SHARE = 0.3
 
 
 class Phase(IntEnum):
@@ -29,6 +36,17 @@ class Phase(IntEnum):
     DATA_FLOW = 3
     AUTH_STATE = 4
     DATA_BRIDGE = 5
+
+
+class StopStage(IntEnum):
+    """The order of a clean stop; hooks of one stage run last registered first."""
+
+    # Producers of work stop making it (signal sources, tick watchers): nothing new starts after this.
+    INTAKE = 1
+    # Work already started finishes (orders in flight placed and persisted, or given back).
+    DRAIN = 2
+    # The books are closed against the outside world (the final reconciliation pass).
+    BOOKS = 3
 
 
 StopHook = Callable[[float], Awaitable[None]]
@@ -55,7 +73,7 @@ class RuntimeContext:
     resources: dict[str, Any] = field(default_factory=dict)
     exit_stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _stop_hooks: list[tuple[str, StopHook]] = field(default_factory=list)
+    _stop_hooks: list[tuple[str, StopHook, StopStage]] = field(default_factory=list)
     _fatal: asyncio.Future[BaseException] | None = None
 
     def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -65,15 +83,17 @@ class RuntimeContext:
         self._tasks.append(task)
         return task
 
-    def on_stop(self, name: str, hook: StopHook) -> None:
+    def on_stop(self, name: str, hook: StopHook, *, stage: StopStage = StopStage.DRAIN) -> None:
         """Run `hook(timeout_s)` at a clean stop, before any spawned task is cancelled.
 
-        Hooks run one after another, the last registered first (a consumer registered
-        after its producer drains before the producer's books are closed), each given
-        what is left of the runtime's stop timeout. A hook that fails or overruns is
-        logged and the stop goes on: stopping is never blocked for good.
+        Stages run in order (StopStage); inside a stage hooks run one after another, the
+        last registered first (a consumer registered after its producer drains before
+        the producer's books are closed). Each hook is given what is left of its stage's
+        time: the runtime's stop timeout less the shares the later stages keep. A hook
+        that fails or overruns is logged and the stop goes on: stopping is never
+        blocked for good, and the later stages still run.
         """
-        self._stop_hooks.append((name, hook))
+        self._stop_hooks.append((name, hook, stage))
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or self._fatal is None or self._fatal.done():
@@ -151,17 +171,27 @@ class Runtime:
 
     async def _run_stop_hooks(self, deadline: float) -> None:
         loop = asyncio.get_running_loop()
-        for name, hook in reversed(self.context._stop_hooks):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                log.warning("runtime: no time left for stop hook %s", name)
-                continue
-            try:
-                await asyncio.wait_for(hook(remaining), remaining)
-            except TimeoutError:
-                log.warning("runtime: stop hook %s did not finish within %.1fs", name, remaining)
-            except Exception as exc:
-                log.error("runtime: stop hook %s failed: %r", name, exc, exc_info=exc)
+        hooks = list(reversed(self.context._stop_hooks))
+        stages = sorted({stage for _, _, stage in hooks})
+        budget_s = max(deadline - loop.time(), 0.0)
+        for index, stage in enumerate(stages):
+            later = len(stages) - index - 1
+            stage_deadline = deadline - budget_s * LATER_STAGE_SHARE * later
+            for name, hook, hook_stage in hooks:
+                if hook_stage == stage:
+                    await self._run_stop_hook(name, hook, stage_deadline)
+
+    async def _run_stop_hook(self, name: str, hook: StopHook, deadline: float) -> None:
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            log.warning("runtime: no time left for stop hook %s", name)
+            return
+        try:
+            await asyncio.wait_for(hook(remaining), remaining)
+        except TimeoutError:
+            log.warning("runtime: stop hook %s did not finish within %.1fs", name, remaining)
+        except Exception as exc:
+            log.error("runtime: stop hook %s failed: %r", name, exc, exc_info=exc)
 
     async def _teardown(self) -> None:
         loop = asyncio.get_running_loop()
