@@ -634,7 +634,7 @@ class TradeExecutor:
             self._step("before_commit")
 
         def release_leases() -> None:
-            locks_release_many(leases=[m.lease() for m, _ in acked])
+            locks_release_many(leases=[m.lease() for m, _ in acked], later=True)
 
         def persist() -> list[str]:
             return lifecycle.lifecycle_persist_many(
@@ -874,8 +874,14 @@ class TradeExecutor:
         """
         return self._blocked_many([spec])[spec.client_order_id]
 
-    def _blocked_many(self, specs: list[IntentSpec]) -> dict[str, EntryBlocked | None]:
-        """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read."""
+    def _blocked_many(
+        self, specs: list[IntentSpec], states: Mapping[str, selectors.EntryState] | None = None
+    ) -> dict[str, EntryBlocked | None]:
+        """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read.
+
+        `states`: the entries' states, read already under the locks (the group's reserve
+        transaction reads them with the locks, in one round trip).
+        """
         reasons: dict[str, EntryBlocked | None] = {}
         checked = []
         if self._entry_gate_many is not None:
@@ -888,7 +894,8 @@ class TradeExecutor:
                 reasons[spec.client_order_id] = EntryBlocked(Outcome.HALTED, halted)
             else:
                 checked.append(spec)
-        states = selectors.entry_states([(s.client_order_id, s.account_id, s.instrument_id) for s in checked])
+        if states is None:
+            states = selectors.entry_states([(s.client_order_id, s.account_id, s.instrument_id) for s in checked])
         for spec in checked:
             reasons[spec.client_order_id] = _entry_blocked(spec, states[spec.client_order_id])
         return reasons
