@@ -374,6 +374,12 @@ def main() -> None:
     from django.conf import settings
 
     import tradingsite.runtime.compose  # noqa: F401  # imported once here, not inside a measured part
+    from core.schedule import periodic_jobs
+
+    # The metadata age an entry is checked against comes from the periodic job
+    # schedule, whose first read imports every app's tasks module: a running runtime
+    # has done that at its start, so it happens here, not inside the first entry.
+    periodic_jobs()
 
     print(f"settings: DEBUG {settings.DEBUG}, channel layer {type(get_channel_layer()).__name__}")
     run = uuid.uuid4().hex[:8]

@@ -207,7 +207,7 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
     return entry_states_from_rows(entries, rows)
 
 
-def entry_states_statement(entries: Sequence[tuple[str, int, int]]) -> tuple[str, list[object]] | None:
+def entry_states_statement(entries: Sequence[tuple[str, int, int]]) -> tuple[str, list[Any]] | None:
     """The statement of `entry_states`, to send after the lock statement in the same round trip; None for no entry.
 
     Its rows go to `entry_states_from_rows`.
