@@ -372,9 +372,14 @@ class PaperBroker:
         books there and goes on with its own work on the same thread (the executor
         persists the lifecycle right after the book commits). None when an
         acknowledgement latency is configured or a broker places differently (its own
-        place_order). Each answer is place_batch's; call `booked` on the event loop after.
+        place_order or place_batch). Each answer is place_batch's; call `booked` on the event loop after.
         """
-        if any(type(broker).place_order is not PaperBroker.place_order or broker._latency_s for broker, _ in items):
+        if any(
+            type(broker).place_order is not PaperBroker.place_order
+            or type(broker).place_batch is not PaperBroker.place_batch
+            or broker._latency_s
+            for broker, _ in items
+        ):
             return None
         orders = [(broker.exchange.account_key, request, broker.exchange._clock_ns()) for broker, request in items]
         return lambda: paper_place_many(orders)
