@@ -64,7 +64,7 @@ def audit_record_many(events: Sequence[dict[str, Any]]) -> None:
         return
     from django.utils import timezone
 
-    from orders.rows import insert_rows
+    from orders.rows import insert_rows_later
 
     logging_info = log.isEnabledFor(logging.INFO)
     now = timezone.now()
@@ -85,4 +85,5 @@ def audit_record_many(events: Sequence[dict[str, Any]]) -> None:
                 now,
             )
         )
-    insert_rows(AuditEvent, _COLUMNS, rows)
+    # Nothing is read back: with the transaction's next round trip where they share one (orders.round_trips).
+    insert_rows_later(AuditEvent, _COLUMNS, rows)

@@ -67,7 +67,13 @@ class _OrdersDbCall(SyncToAsync[..., Any]):
     """SyncToAsync on the loop's thread pool, with the connection hygiene described above."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__(fn, thread_sensitive=False)
+        # SyncToAsync's own constructor (its checks of `fn`, functools.update_wrapper)
+        # costs more CPU than the hand-off itself, once per database call of the trade
+        # path; these are the attributes its __call__ reads.
+        self.func = fn
+        self.context = None
+        self._thread_sensitive = False
+        self._executor = None
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         token = CALLER_LOOP.set(asyncio.get_running_loop())

@@ -643,21 +643,8 @@ class TradeExecutor:
 
     async def _group_place_and_persist(self, signal: Signal, created: list[_Member]) -> None:
         self._step("after_reserve")
-        answers = await self._group_place(created)
-        self._step("after_place")
-        acked: list[tuple[_Member, BrokerOrder]] = []
-        unplaced = []
-        for member, answer in zip(created, answers):
-            if isinstance(answer, BrokerOrder):
-                acked.append((member, answer))
-            else:
-                unplaced.append(self._group_unplaced(signal, member, answer))
-        if unplaced:
-            await asyncio.gather(*unplaced)
-        if not acked:
-            return
 
-        def before_commit(persisted: list[str]) -> None:
+        def before_commit(acked: list[tuple[_Member, BrokerOrder]], persisted: list[str]) -> None:
             # The outcomes commit with the orders they name (and the lease releases).
             placed = set(persisted)
             signal_outcomes_record_many(
@@ -670,18 +657,38 @@ class TradeExecutor:
             )
             self._step("before_commit")
 
-        def release_leases() -> None:
-            locks_release_many(leases=[m.lease() for m, _ in acked])
+        def persist(acked: list[tuple[_Member, BrokerOrder]]) -> list[str]:
+            def release_leases() -> None:
+                locks_release_many(leases=[m.lease() for m, _ in acked], later=True)
 
-        def persist() -> list[str]:
             return lifecycle.lifecycle_persist_many(
                 orders=[lifecycle.Acknowledged(ack, m.plan.account_id, m.plan.owner_id) for m, ack in acked],
                 on_begin=release_leases,
-                before_commit=before_commit,
+                before_commit=lambda persisted: before_commit(acked, persisted),
             )
 
+        booked = await self._group_book_and_persist(created, persist)
+        if booked is None:
+            answers = await self._group_place(created)
+            self._step("after_place")
+            persisted_now: list[str] | BaseException | None = None
+        else:
+            answers, persisted_now = booked
+        acked: list[tuple[_Member, BrokerOrder]] = []
+        unplaced = []
+        for member, answer in zip(created, answers):
+            if isinstance(answer, BrokerOrder):
+                acked.append((member, answer))
+            else:
+                unplaced.append(self._group_unplaced(signal, member, answer))
+        if unplaced:
+            await asyncio.gather(*unplaced)
+        if not acked:
+            return
         try:
-            persisted = set(await in_db_thread(persist)())
+            if isinstance(persisted_now, BaseException):
+                raise persisted_now
+            persisted = set(persisted_now if persisted_now is not None else await in_db_thread(persist)(acked))
         except Exception:
             # Rolled back as a whole: each lifecycle is persisted in its own transaction.
             log.warning(
@@ -707,6 +714,62 @@ class TradeExecutor:
                     entry=True,
                 )
         self._report(Status.HEALTHY, f"last order {acked[-1][0].cid} acknowledged")
+
+    async def _group_book_and_persist(
+        self, created: list[_Member], persist: Callable[[list[tuple[_Member, BrokerOrder]]], list[str]]
+    ) -> tuple[list[BrokerOrder | BaseException], list[str] | BaseException | None] | None:
+        """Book the orders and persist their lifecycles on one database thread, where the broker allows it.
+
+        A broker whose book is this site's database (the paper exchange, `book_on_db_thread`)
+        takes the orders in its own statement, committed first (exchange first, as
+        always); when it acknowledged every order, their lifecycle transaction follows
+        on the same thread: one hand-off instead of two. Returns the answers and what
+        persisting returned (the client ids persisted, or the error, or None when it
+        was left to the caller because some order was not acknowledged); None when the
+        brokers need `_group_place`.
+        """
+        kinds = {type(member.broker) for member in created}
+        if len(kinds) != 1:
+            return None
+        kind = kinds.pop()
+        book_on_db_thread = getattr(kind, "book_on_db_thread", None)
+        booked = getattr(kind, "booked", None)
+        if not callable(book_on_db_thread) or not callable(booked):
+            return None
+        for member in created:
+            assert member.spec is not None
+            member.request = _request(member.spec, member.plan, entry=True)
+        items = [(member.broker, member.request) for member in created]
+        book = book_on_db_thread(items)
+        if book is None:
+            return None
+
+        def book_then_persist() -> tuple[list[BrokerOrder | BaseException], list[str] | BaseException | None, float]:
+            started = time.monotonic()
+            try:
+                answers: list[BrokerOrder | BaseException] = list(book())
+            except OSError as exc:
+                answers = [BrokerUnavailable(f"place {member.cid}: {exc!r}") for member in created]
+            except Exception as exc:
+                answers = [exc for _ in created]
+            elapsed = time.monotonic() - started
+            self._step("after_place")
+            if not all(isinstance(answer, BrokerOrder) for answer in answers):
+                return answers, None, elapsed
+            acked = [(member, answer) for member, answer in zip(created, answers) if isinstance(answer, BrokerOrder)]
+            try:
+                return answers, persist(acked), elapsed
+            except Exception as exc:
+                return answers, exc, elapsed
+
+        answers, persisted, elapsed = await in_db_thread(book_then_persist)()
+        booked(items, answers)
+        for member in created:
+            _broker_latency(member.broker.name if member.broker else "").observe(elapsed)
+        for index, answer in enumerate(answers):
+            if isinstance(answer, DuplicateClientOrderId):
+                answers[index] = await self._adopt(created[index])
+        return answers, persisted
 
     async def _group_place(self, created: list[_Member]) -> list[BrokerOrder | BaseException]:
         """Send every order; a broker type with `place_batch` (the paper exchange) takes its orders in one call."""
@@ -911,8 +974,14 @@ class TradeExecutor:
         """
         return self._blocked_many([spec])[spec.client_order_id]
 
-    def _blocked_many(self, specs: list[IntentSpec]) -> dict[str, EntryBlocked | None]:
-        """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read."""
+    def _blocked_many(
+        self, specs: list[IntentSpec], states: Mapping[str, selectors.EntryState] | None = None
+    ) -> dict[str, EntryBlocked | None]:
+        """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read.
+
+        `states`: the entries' states, read already under the locks (the group's reserve
+        transaction reads them with the locks, in one round trip).
+        """
         reasons: dict[str, EntryBlocked | None] = {}
         checked = []
         if self._entry_gate_many is not None:
@@ -925,7 +994,8 @@ class TradeExecutor:
                 reasons[spec.client_order_id] = EntryBlocked(Outcome.HALTED, halted)
             else:
                 checked.append(spec)
-        states = selectors.entry_states([(s.client_order_id, s.account_id, s.instrument_id) for s in checked])
+        if states is None:
+            states = selectors.entry_states([(s.client_order_id, s.account_id, s.instrument_id) for s in checked])
         for spec in checked:
             reasons[spec.client_order_id] = _entry_blocked(spec, states[spec.client_order_id])
         return reasons

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from orders.metrics import CAPITAL_INVARIANT_VIOLATIONS
 from orders.models import Account, CapitalLedger, LedgerEntry
-from orders.rows import any_of, for_update, insert_rows, placeholders, table
+from orders.round_trips import execute_later
+from orders.rows import any_of, for_update, insert_rows, insert_rows_later, placeholders, table
 
 log = logging.getLogger(__name__)
 Kind = LedgerEntry.Kind
@@ -266,22 +267,86 @@ def ledgers_lock(*, account_ids: Sequence[int]) -> dict[int, int]:
     One statement for every account of a signal; an account without a ledger yet gets
     it opened from its allocation first. Needs an open transaction, like `ledger_lock`.
     """
+    statement = ledgers_lock_statement(account_ids=account_ids)
+    if statement is None:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        rows = cursor.fetchall()
+    return ledgers_locked(account_ids=account_ids, rows=rows)
+
+
+def ledgers_lock_statement(*, account_ids: Sequence[int]) -> tuple[str, list[Any]] | None:
+    """The statement of `ledgers_lock`, to send with others (orders.round_trips.fetch_together); None for no account.
+
+    Its rows go to `ledgers_locked`, which opens a missing ledger.
+    """
     ordered = sorted(set(account_ids))
     if not ordered:
-        return {}
+        return None
     accounts, params = any_of("account_id", ordered)
     sql = (
         f"SELECT account_id, allocated_capital - reserved_for_orders - reserved_for_positions + realized_pnl "
         f"FROM {table(CapitalLedger)} WHERE {accounts} ORDER BY account_id{for_update()}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        available = {account_id: int(value) for account_id, value in cursor.fetchall()}
-    for account_id in ordered:
+    return sql, params
+
+
+def ledgers_locked(*, account_ids: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> dict[int, int]:
+    """`available` per account from the rows of `ledgers_lock_statement`; a missing ledger is opened and locked now."""
+    available = {account_id: int(value) for account_id, value in rows}
+    for account_id in sorted(set(account_ids)):
         if account_id not in available:
             ledger_open(account=Account.objects.get(pk=account_id))
             available[account_id] = ledger_lock(account_id=account_id).available
     return available
+
+
+def ledgers_reserve_checked(*, reservations: Sequence[tuple[int, int, str]]) -> None:
+    """Reserve (account, amount, client order id) on ledgers locked and checked by the caller: one update, one journal insert.
+
+    For amounts the caller compared with `available` read under the same locks (which
+    nothing else can change meanwhile), so no answer is needed and both statements
+    travel with the transaction's next round trip (orders.round_trips). Should a
+    reservation not fit after all, the ledger's CHECK constraint (available never
+    negative) fails the statement and with it the transaction: nothing is reserved.
+    """
+    if not reservations:
+        return
+    accounts = [account_id for account_id, _, _ in reservations]
+    if len(set(accounts)) != len(accounts):
+        raise ValueError("one reservation per account and statement")
+    if any(amount < 0 for _, amount, _ in reservations):
+        raise ValueError("a reservation cannot be negative")
+    now = timezone.now()
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    ledger = table(CapitalLedger)
+    if connection.vendor == "postgresql":
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = {ledger}.reserved_for_orders + v.amount, updated_at = %s "
+            f"FROM unnest(%s::bigint[], %s::numeric(38,0)[]) AS v(account_id, amount) "
+            f"WHERE {ledger}.account_id = v.account_id"
+        )
+        params: list[Any] = [stamp, accounts, [amount for _, amount, _ in reservations]]
+    else:
+        amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
+        case_params: list[Any] = []
+        for account_id, amount, _ in reservations:
+            case_params += [account_id, amount]
+        sql = (
+            f"UPDATE {ledger} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "
+            f"WHERE account_id IN ({placeholders(len(accounts))})"
+        )
+        params = [*case_params, stamp, *accounts]
+    execute_later(sql, params)
+    insert_rows_later(
+        LedgerEntry,
+        _ENTRY_COLUMNS,
+        [
+            (account_id, Kind.RESERVE, 0, amount, 0, 0, client_order_id, "", "", now)
+            for account_id, amount, client_order_id in reservations
+        ],
+    )
 
 
 def ledgers_reserve(*, reservations: Sequence[tuple[int, int, str]]) -> set[int]:

@@ -8,6 +8,7 @@ idempotent: persisting an order twice, or applying the same fill twice, is a no-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -23,11 +24,13 @@ from orders import ledger as ledger_service
 from orders.audit import audit_batch, audit_record, audit_record_many
 from orders.brokers.base import BrokerFill, BrokerOrder
 from orders.events import push_trade_event_on_commit, push_trade_events_on_commit
-from orders.locks import entry_scope, locks_acquire_many, locks_release_many
+from orders.locks import entry_scope, locks_acquire_many_statement, locks_release_many, locks_taken
 from orders.models import Account, CapitalLedger, Fill, Order, OrderIntent, OrderStatus, Position
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent, PositionSide
 from orders.money import notional, pro_rata
-from orders.rows import any_of, insert_rows, table
+from orders.round_trips import fetch_together, statements_batched
+from orders.rows import any_of, insert_rows, insert_rows_later, table
+from orders.selectors import EntryState, entry_states_from_rows, entry_states_statement
 from orders.trade_figures import exit_reason, figures_add_entry, figures_add_exit
 
 T = TypeVar("T")
@@ -136,34 +139,53 @@ def entry_intents_create(
     specs: Sequence[IntentSpec],
     lease_owners: Mapping[str, str],
     lease_ttl_s: float,
-    blocked: Callable[[list[IntentSpec]], Mapping[str, T | None]],
+    blocked: Callable[[list[IntentSpec], Mapping[str, EntryState]], Mapping[str, T | None]],
     after: Callable[[EntryBatch], None] | None = None,
 ) -> EntryBatch:
     """`entry_intent_create` for the entries of several accounts (one each), set-based, in one durable transaction.
 
     Per account the decision is the one `entry_intent_create` makes, in the same
     order: the entry lease (`lease_owners`: client order id -> owner token; taken for
-    all in one statement), the ledger locks (one statement, in account order), then
-    `blocked` (asked once for all, under the locks; a reason per client order id or
-    None), then the reservation on every ledger in one conditional statement, the
-    intents in one insert. An account whose lease another owner holds is left out
-    untouched (`held`); one refused or without the capital gives its lease back in
-    the same transaction and has nothing else written. `after` runs last in the
+    all in one statement), the ledger locks (one statement, in account order), the
+    lifecycle state of every entry (read after the locks were granted), then `blocked`
+    (asked once for the entries whose lease was taken, with their states, under the
+    locks; a reason per client order id or None), then the reservation on every ledger,
+    the intents in one insert. An account whose lease another owner holds is left out
+    untouched (`held`); one refused or without the capital gives its lease back in the
+    same transaction and has nothing else written. `after` runs last in the
     transaction with the result (the executor records the outcomes there).
+
+    The lease, lock and state statements go in one round trip, and every write after
+    `blocked` in one more (orders.round_trips): on PostgreSQL each statement of a round
+    trip still runs on its own snapshot, in order, so the state read sees everything
+    committed before the locks were granted.
     """
     batch = EntryBatch()
-    with transaction.atomic(durable=True):
+    with transaction.atomic(durable=True), statements_batched():
         leases = {
             spec.client_order_id: (spec.account_id, entry_scope(spec.instrument_id), lease_owners[spec.client_order_id])
             for spec in specs
         }
-        taken = locks_acquire_many(leases=list(leases.values()), ttl_s=lease_ttl_s)
+        account_ids = [spec.account_id for spec in specs]
+        entries = [(spec.client_order_id, spec.account_id, spec.instrument_id) for spec in specs]
+        started = time.monotonic()
+        statements = [
+            locks_acquire_many_statement(leases=list(leases.values()), ttl_s=lease_ttl_s),
+            ledger_service.ledgers_lock_statement(account_ids=account_ids),
+            entry_states_statement(entries),
+        ]
+        lease_rows, ledger_rows, state_rows = (
+            fetch_together([statement for statement in statements if statement is not None]) if specs else ([], [], [])
+        )
+        taken = locks_taken(leases=list(leases.values()), rows=lease_rows, started=started)
+        # The ledgers of accounts whose lease another owner holds are locked too (and
+        # left unchanged): the lock order, leases then ledgers, is the same either way.
+        available = ledger_service.ledgers_locked(account_ids=account_ids, rows=ledger_rows)
+        states = entry_states_from_rows(entries, state_rows)
         contenders: list[IntentSpec] = []
         for spec in specs:
             (contenders if leases[spec.client_order_id][2] in taken else batch.held).append(spec)
-        available = ledger_service.ledgers_lock(account_ids=[spec.account_id for spec in contenders])
-        reasons = blocked(contenders) if contenders else {}
-        fitting = []
+        reasons = blocked(contenders, states) if contenders else {}
         for spec in contenders:
             reason = reasons.get(spec.client_order_id)
             if reason is not None:
@@ -176,22 +198,14 @@ def entry_intents_create(
                     )
                 )
             else:
-                fitting.append(spec)
-        reserved = ledger_service.ledgers_reserve(
-            reservations=[(spec.account_id, spec.reserve, spec.client_order_id) for spec in fitting]
-        )
-        for spec in fitting:
-            if spec.account_id in reserved:
                 batch.created.append(spec)
-            else:  # the statement's own condition refused it
-                batch.insufficient.append(
-                    (
-                        spec,
-                        ledger_service.InsufficientCapital(spec.account_id, spec.reserve, available[spec.account_id]),
-                    )
-                )
+        # Compared with `available` read under the locks, which nothing else changes
+        # before the commit: the reservations are made as decided.
+        ledger_service.ledgers_reserve_checked(
+            reservations=[(spec.account_id, spec.reserve, spec.client_order_id) for spec in batch.created]
+        )
         now = timezone.now()
-        insert_rows(
+        insert_rows_later(
             OrderIntent,
             _INTENT_COLUMNS,
             [
@@ -218,7 +232,8 @@ def entry_intents_create(
         )
         created = {spec.client_order_id for spec in batch.created}
         locks_release_many(
-            leases=[leases[spec.client_order_id] for spec in contenders if spec.client_order_id not in created]
+            leases=[leases[spec.client_order_id] for spec in contenders if spec.client_order_id not in created],
+            later=True,
         )
         if after is not None:
             after(batch)
@@ -474,14 +489,21 @@ def lifecycle_persist_many(
     Returns those client order ids.
     """
     persisted: list[str] = []
-    with transaction.atomic(durable=True), audit_batch():
+    # The ledger locks and the hand-over share a round trip, the writes after the
+    # positions another (orders.round_trips); `on_begin`'s writes travel with the first.
+    with transaction.atomic(durable=True), statements_batched(), audit_batch():
         if on_begin is not None:
             on_begin()
         by_cid = {ack.broker_order.client_order_id: ack for ack in orders}
-        ledger_service.ledgers_lock(account_ids=[ack.account_id for ack in orders])
-        simple = _entries_hand_over(
+        account_ids = [ack.account_id for ack in orders]
+        lock = ledger_service.ledgers_lock_statement(account_ids=account_ids)
+        hand_over = _entries_hand_over_statement(
             [cid for cid, ack in by_cid.items() if ack.broker_order.status not in ENDED_WITHOUT_FILLING]
         )
+        statements = [statement for statement in (lock, hand_over) if statement is not None]
+        results = fetch_together(statements) if statements else []
+        ledger_service.ledgers_locked(account_ids=account_ids, rows=results[0] if lock is not None else [])
+        simple = sorted(results[-1]) if hand_over is not None else []
         for row in simple:
             if row[2] != by_cid[row[1]].account_id:
                 raise OrderIntent.DoesNotExist(f"intent {row[1]} is not account {by_cid[row[1]].account_id}'s")
@@ -530,30 +552,28 @@ def lifecycle_persist_many(
     return persisted
 
 
-def _entries_hand_over(cids: list[str]) -> list[tuple[Any, ...]]:
-    """Hand the pending entry intents of `cids` over (PLACED) in one statement that locks them; return their rows.
+def _entries_hand_over_statement(cids: list[str]) -> tuple[str, list[Any]] | None:
+    """Hand the pending entry intents of `cids` over (PLACED) in one statement that locks them and returns their rows.
 
     An intent not pending any more (placed or abandoned meanwhile) is not returned:
-    lifecycle_persist's own steps handle it.
+    lifecycle_persist's own steps handle it. None for no intent.
     """
     if not cids:
-        return []
+        return None
     where, params = any_of("client_order_id", cids)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s "
-            f"WHERE {where} AND state = %s AND intent = %s "
-            f"RETURNING id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
-            f"order_type, quantity, price, reserved",
-            [
-                OrderIntent.State.PLACED,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                *params,
-                OrderIntent.State.PENDING,
-                Intent.ENTRY,
-            ],
-        )
-        return sorted(cursor.fetchall())
+    return (
+        f"UPDATE {table(OrderIntent)} SET state = %s, updated_at = %s "
+        f"WHERE {where} AND state = %s AND intent = %s "
+        f"RETURNING id, client_order_id, account_id, strategy_id, instrument_id, intent, position_side, side, "
+        f"order_type, quantity, price, reserved",
+        [
+            OrderIntent.State.PLACED,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            *params,
+            OrderIntent.State.PENDING,
+            Intent.ENTRY,
+        ],
+    )
 
 
 def _order_status(broker_order: BrokerOrder) -> str:
@@ -594,7 +614,7 @@ def _persist_entries(simple: list[tuple[Any, ...]], by_cid: Mapping[str, Acknowl
                 .values_list("pk", flat=True)
                 .get()
             )
-    insert_rows(
+    insert_rows_later(
         Order,
         _ORDER_COLUMNS,
         [

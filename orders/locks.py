@@ -13,13 +13,15 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
 from orders.metrics import LOCK_ACQUIRE_SECONDS, LOCK_CONTENTION
 from orders.models import EntryLock
-from orders.rows import any_of, insert_rows
+from orders.round_trips import execute_later
+from orders.rows import any_of, insert_rows_statement
 
 DEFAULT_TTL_S = 30.0
 RECONCILE_SCOPE = "reconcile"
@@ -95,37 +97,58 @@ def locks_acquire_many(
     order, the order every multi-account writer takes them in, so two such statements
     never wait for each other in a cycle.
     """
-    if not leases:
-        return set()
     started = time.monotonic()
+    statement = locks_acquire_many_statement(leases=leases, ttl_s=ttl_s, now=now)
+    if statement is None:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        rows = cursor.fetchall()
+    return locks_taken(leases=leases, rows=rows, started=started)
+
+
+def locks_acquire_many_statement(
+    *, leases: Sequence[tuple[int, str, str]], ttl_s: float = DEFAULT_TTL_S, now: Callable[[], datetime] = timezone.now
+) -> tuple[str, list[Any]] | None:
+    """The statement of `locks_acquire_many`, to send with others; its rows go to `locks_taken`. None for no lease."""
+    if not leases:
+        return None
     table = connection.ops.quote_name(EntryLock._meta.db_table)
     current = now()
     until = current + timedelta(seconds=ttl_s)
-    ordered = sorted(leases)
-    taken = {
-        row[0]
-        for row in insert_rows(
-            EntryLock,
-            ("account_id", "scope", "owner", "expires_at", "acquired_at"),
-            [(account_id, scope, owner, until, current) for account_id, scope, owner in ordered],
-            suffix=(
-                f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, "
-                f"expires_at = excluded.expires_at, acquired_at = excluded.acquired_at "
-                f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner "
-                f"OR {table}.owner = ''"
-            ),
-            returning=("owner",),
-        )
-    }
-    LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
-    for _, scope, owner in ordered:
+    return insert_rows_statement(
+        EntryLock,
+        ("account_id", "scope", "owner", "expires_at", "acquired_at"),
+        [(account_id, scope, owner, until, current) for account_id, scope, owner in sorted(leases)],
+        suffix=(
+            f"ON CONFLICT (account_id, scope) DO UPDATE SET owner = excluded.owner, "
+            f"expires_at = excluded.expires_at, acquired_at = excluded.acquired_at "
+            f"WHERE {table}.expires_at < excluded.acquired_at OR {table}.owner = excluded.owner "
+            f"OR {table}.owner = ''"
+        ),
+        returning=("owner",),
+    )
+
+
+def locks_taken(
+    *, leases: Sequence[tuple[int, str, str]], rows: Sequence[tuple[Any, ...]], started: float | None = None
+) -> set[str]:
+    """The owners whose lease the rows of `locks_acquire_many_statement` name; the others count as contention."""
+    taken = {row[0] for row in rows}
+    if started is not None:
+        LOCK_ACQUIRE_SECONDS.observe(time.monotonic() - started)
+    for _, scope, owner in leases:
         if owner not in taken:
             LOCK_CONTENTION.labels(scope.split(":", 1)[0]).inc()
     return taken
 
 
-def locks_release_many(*, leases: Sequence[tuple[int, str, str]]) -> int:
-    """Give several (account, scope, owner) leases back, each only if its owner still holds it; return how many."""
+def locks_release_many(*, leases: Sequence[tuple[int, str, str]], later: bool = False) -> int:
+    """Give several (account, scope, owner) leases back, each only if its owner still holds it; return how many.
+
+    `later`: the statement travels with the transaction's next round trip
+    (orders.round_trips) and the count is not known (0 is returned).
+    """
     if not leases:
         return 0
     ops = connection.ops
@@ -134,6 +157,10 @@ def locks_release_many(*, leases: Sequence[tuple[int, str, str]]) -> int:
     # Owner tokens are unique per lease, so the owner alone names the row; the account
     # narrows the search to the unique (account, scope) index.
     sql = f"UPDATE {ops.quote_name(EntryLock._meta.db_table)} SET owner = '', expires_at = %s WHERE {accounts} AND {owners}"
+    params = [ops.adapt_datetimefield_value(timezone.now()), *account_params, *owner_params]
+    if later:
+        execute_later(sql, params)
+        return 0
     with connection.cursor() as cursor:
-        cursor.execute(sql, [ops.adapt_datetimefield_value(timezone.now()), *account_params, *owner_params])
+        cursor.execute(sql, params)
         return cursor.rowcount

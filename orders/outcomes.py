@@ -28,7 +28,7 @@ from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, SETTLED_TRADED, Outcome
 from orders.plans import signal_key
-from orders.rows import insert_rows
+from orders.rows import insert_rows_later
 from processor.signals import Signal
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,8 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
             }
         )
     with transaction.atomic(savepoint=False):
-        written = _outcomes_upsert(rows) if rows else {}
+        if rows:
+            _outcomes_upsert(rows)
         audit_record_many(audits)
         if rows:
             decided_at = now.isoformat()
@@ -209,23 +210,24 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
                         ),
                     )
                     for row in rows
-                    if row[1] in written
                 ]
             )
     for decision in decisions:
         outcome_counter(kind, str(decision.outcome)).inc()
 
 
-def _outcomes_upsert(rows: list[tuple[Any, ...]]) -> dict[int, tuple[int, datetime]]:
-    """One multi-row upsert on (signal, account); return (id, created_at) per account."""
-    returned = insert_rows(
+def _outcomes_upsert(rows: list[tuple[Any, ...]]) -> None:
+    """One multi-row upsert on (signal, account), every row written (inserted or updated).
+
+    Nothing is read back, so it travels with the transaction's next round trip
+    (orders.round_trips).
+    """
+    insert_rows_later(
         SignalOutcome,
         _OUTCOME_COLUMNS,
         rows,
         suffix=f"ON CONFLICT (signal_key, account_id) WHERE account_id IS NOT NULL DO UPDATE SET {_OUTCOME_UPDATES}",
-        returning=("account_id", "id", "created_at"),
     )
-    return {account_id: (row_id, _aware(created_at)) for account_id, row_id, created_at in returned}
 
 
 def _aware(created_at: Any) -> datetime:

@@ -20,6 +20,7 @@ from django.db import connection
 from django.db.models import DateTimeField, Field, JSONField, Model
 
 from core.fixed_point_field import FixedPointField, max_abs_for
+from orders.round_trips import execute_later
 
 
 def _fixed_point(field: FixedPointField, vendor: str) -> Callable[[Any], Any]:
@@ -116,6 +117,32 @@ def insert_rows(
     `suffix` is placed after the rows (an ON CONFLICT clause). RETURNING rows come back
     as the database gives them; match them by a returned key, never by position.
     """
+    statement = insert_rows_statement(model, columns, rows, suffix=suffix, returning=returning)
+    if statement is None:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        return list(cursor.fetchall()) if returning else []
+
+
+def insert_rows_later(
+    model: type[Model], columns: Sequence[str], rows: Iterable[Sequence[Any]], *, suffix: str = ""
+) -> None:
+    """`insert_rows` for rows nobody reads back: sent with the next round trip (orders.round_trips)."""
+    statement = insert_rows_statement(model, columns, rows, suffix=suffix)
+    if statement is not None:
+        execute_later(*statement)
+
+
+def insert_rows_statement(
+    model: type[Model],
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    suffix: str = "",
+    returning: Sequence[str] = (),
+) -> tuple[str, list[Any]] | None:
+    """The (SQL, parameters) of `insert_rows`; None when there is no row."""
     plan = _column_plan(model, tuple(columns), connection.vendor)
     # Only the columns that need it go through a preparation: a call per value of every
     # row costs more than the rest of the statement's building on the fan-out path.
@@ -126,7 +153,7 @@ def insert_rows(
             values[index] = prep(values[index])
         prepared.append(values)
     if not prepared:
-        return []
+        return None
     head = f"INSERT INTO {_table(model, connection.vendor)} ({plan.columns}) "
     if connection.vendor == "postgresql":
         # The rows as one JSON parameter: a short statement whatever the row count, which
@@ -143,9 +170,7 @@ def insert_rows(
     sql += f" {suffix}" if suffix else ""
     if returning:
         sql += " RETURNING " + ", ".join(connection.ops.quote_name(name) for name in returning)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall()) if returning else []
+    return sql, params
 
 
 def any_of(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -198,8 +198,22 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
     Run after the ledger row locks are taken, as its own statement: a statement started
     before a lock was granted would read a snapshot from before the entry that held it.
     """
-    if not entries:
+    statement = entry_states_statement(entries)
+    if statement is None:
         return {}
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        rows = cursor.fetchall()
+    return entry_states_from_rows(entries, rows)
+
+
+def entry_states_statement(entries: Sequence[tuple[str, int, int]]) -> tuple[str, list[Any]] | None:
+    """The statement of `entry_states`, to send after the lock statement in the same round trip; None for no entry.
+
+    Its rows go to `entry_states_from_rows`.
+    """
+    if not entries:
+        return None
     cids, cid_params = any_of("client_order_id", [cid for cid, _, _ in entries])
     accounts, account_params = any_of("account_id", sorted({account_id for _, account_id, _ in entries}))
     instruments, instrument_params = any_of("instrument_id", sorted({instrument_id for _, _, instrument_id in entries}))
@@ -221,12 +235,16 @@ def entry_states(entries: Sequence[tuple[str, int, int]]) -> dict[str, EntryStat
         *account_params,
         *instrument_params,
     ]
+    return sql, params
+
+
+def entry_states_from_rows(
+    entries: Sequence[tuple[str, int, int]], rows: Sequence[tuple[Any, ...]]
+) -> dict[str, EntryState]:
+    """EntryState per client order id of `entries`, from the rows of `entry_states_statement`."""
     duplicates: set[str] = set()
     open_positions: dict[tuple[int, int], tuple[int, OpenPosition]] = {}
     pending: dict[tuple[int, int], tuple[int, str]] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
     for kind, account_id, instrument_id, row_id, strategy_id, side, cid in rows:
         where = (account_id, instrument_id)
         if kind == "d":

@@ -362,6 +362,35 @@ class PaperBroker:
         await asyncio.gather(*([together()] if booked else []), *(one(i) for i in others))
         return [answers[i] for i in range(len(items))]
 
+    @staticmethod
+    def book_on_db_thread(
+        items: Sequence[tuple[PaperBroker, OrderRequest]],
+    ) -> Callable[[], list[BrokerOrder | Exception]] | None:
+        """place_batch's booking as a function for a database thread, or None where place_batch must be awaited.
+
+        The paper book is this site's database: a caller already on a database thread
+        books there and goes on with its own work on the same thread (the executor
+        persists the lifecycle right after the book commits). None when an
+        acknowledgement latency is configured or a broker places differently (its own
+        place_order or place_batch). Each answer is place_batch's; call `booked` on the event loop after.
+        """
+        if any(
+            type(broker).place_order is not PaperBroker.place_order
+            or type(broker).place_batch is not PaperBroker.place_batch
+            or broker._latency_s
+            for broker, _ in items
+        ):
+            return None
+        orders = [(broker.exchange.account_key, request, broker.exchange._clock_ns()) for broker, request in items]
+        return lambda: paper_place_many(orders)
+
+    @staticmethod
+    def booked(items: Sequence[tuple[PaperBroker, OrderRequest]], answers: Sequence[object]) -> None:
+        """Tell each broker's placement listener about the orders `book_on_db_thread` booked (on the event loop)."""
+        for (broker, request), answer in zip(items, answers):
+            if broker._on_place is not None and isinstance(answer, BrokerOrder):
+                broker._on_place(request.symbol)
+
     async def cancel_order(self, *, client_order_id: str, exchange_order_id: str, symbol: str) -> BrokerOrder:
         await self._latency()
         return await in_db_thread(self.exchange.cancel)(client_order_id)
