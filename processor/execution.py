@@ -82,7 +82,7 @@ class StrategyExecution:
         self._failed = False
         # Whether the logic held a position at the last look (checked when it signals).
         self._open = False
-        self._batch_head: tuple[Any, ...] = ()
+        self._batch_head: tuple[int, str, str, str, str, str, tuple[str, ...]] = (0, "", "", "", "", "", ())
         self._next_seq = 0
         self.backfilled_ticks = 0
         # Live ticks already covered by backfill: older than the boundary, or at it with a known trade id.

@@ -84,7 +84,7 @@ class TickStrategy(StrategyLogic):
                 continue
             last = ts
             wanted = on_tick(tick.price / scale, tick.volume / scale, ts)
-            append((ts, ts) + outputs())
+            append((ts, ts, *outputs()))
             if wanted is None or wanted is position or not trading:
                 continue
             if wanted != position:
@@ -173,7 +173,7 @@ class BarStrategy(StrategyLogic):
                     wanted = on_bar(Bar(start, o, h, lo, c, v, n))
                     values = self.outputs()
                 start, o, h, lo, c, v, n = bucket, price, price, price, price, volume, 1
-                append((start, ts) + values)
+                append((start, ts, *values))
                 if wanted is not None and wanted != position and trading:
                     position = _move(position, wanted, len(rows) - 1, tick, signals)
             else:
@@ -184,7 +184,7 @@ class BarStrategy(StrategyLogic):
                 c = price
                 v += volume
                 n += 1
-                append((start, ts) + values)
+                append((start, ts, *values))
         self.bar = Bar(start, o, h, lo, c, v, n) if n else None
         self.last_ts_ns = last
         self.position = position
