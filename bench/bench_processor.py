@@ -6,6 +6,11 @@ Prints, in one run:
   50 strategies x 200 instruments (every strategy on every instrument);
 - tick-to-signal latency p50/p99 (one-tick batches, from `consume` to the sink);
 - the same EMA crossover as a bare Python loop over the same ticks (the limit);
+- the example plug-in kinds written on the simple interfaces (`tick_ema` per tick,
+  `donchian` per bar) against the built-in `ema`, live 1 x 1 and as bare folds;
+- 50 x 200 fed batch by batch, and from a feed queue that got ahead of the processor
+  (the feed router routes what queued up together); CPU-second figures beside the wall
+  figures, which on a shared machine move with the load;
 - `manage.py backtest --signals-only` on a CSV against a bare loop that reads the same
   CSV and computes the same EMA crossover.
 
@@ -94,19 +99,41 @@ def spec(strategy_id: int, kind: str, params: dict, symbols: list[str]) -> Strat
     )
 
 
-async def run_processor(specs: list[StrategySpec], batches: list[FeedData], sink: CountingSink) -> float:
+CPU_SECONDS: list[float] = []  # the process CPU time of each run_processor, beside its wall time
+
+
+async def run_processor(
+    specs: list[StrategySpec], batches: list[FeedData], sink: CountingSink, *, via_feed_queue: bool = False
+) -> float:
+    """Push `batches` through a processor; return the wall seconds (CPU seconds go to CPU_SECONDS).
+
+    By default each batch goes through `consume` and the strategies run after every one;
+    `via_feed_queue` puts them all on the processor's feed queue first, as a feed that
+    got ahead of it would (the feed router then routes what queued up together).
+    """
     processor = Processor(sink=sink)
-    processor.start()
+    queue: asyncio.Queue[FeedData] = asyncio.Queue()
+    processor.start(feed=queue if via_feed_queue else None)
     processor.reconcile(specs)
     await processor.settled()
     await asyncio.sleep(0)
     gc.collect()
     gc.freeze()  # the pre-built batches are long-lived: keep them out of every collection
     started = time.perf_counter()
-    for batch in batches:
-        await processor.consume(batch)
-    await processor.drained()
+    cpu_started = time.process_time()
+    if via_feed_queue:
+        for batch in batches:
+            queue.put_nowait(batch)
+        idle_turns = 0
+        while idle_turns < 3:  # the router may hold one batch back for its next turn
+            await asyncio.sleep(0)
+            idle_turns = idle_turns + 1 if queue.empty() and not processor.backlog() else 0
+    else:
+        for batch in batches:
+            await processor.consume(batch)
+        await processor.drained()
     elapsed = time.perf_counter() - started
+    CPU_SECONDS.append(time.process_time() - cpu_started)
     gc.unfreeze()
     degraded = [r for r in processor.snapshot.routes_by_strategy.values() if type(r.state).__name__ == "Degraded"]
     await processor.stop()
@@ -198,6 +225,42 @@ print(signals, time.perf_counter() - started)
 """
 
 
+def plugin_vs_built_in(ticks: list[MarketData], built_in_rate: float) -> None:
+    """The example package's kinds on the simple interfaces against the built-in `ema`.
+
+    `tick_ema` (per tick) is the same crossover as `ema`; `donchian` (per bar) another
+    strategy on the same tape. Both through the live processor (1 x 1, as above) and as a
+    bare fold of 256-tick batches, where the interface's own cost shows undiluted.
+    """
+    from processor.strategies import clean_params, strategy_class
+    from processor.strategies.plugins import load_strategy_plugins
+
+    sys.path.insert(0, str(ROOT / "examples" / "strategy-plugin"))
+    load_strategy_plugins(["ts_example_strategies"])
+    kinds = {"ema": EMA, "tick_ema": {k: EMA[k] for k in ("timeframe_s", "fast", "slow")}}
+    kinds["donchian"] = {"timeframe_s": EMA["timeframe_s"], "entry_bars": 20, "exit_bars": 10}
+    fold_rates = {}
+    for kind, params in kinds.items():
+        logic = strategy_class(kind)(clean_params(kind, params))
+        rows: list = []
+        signals: list = []
+        started = time.process_time()
+        for start in range(0, len(ticks), BATCH):
+            logic.fold(ticks[start : start + BATCH], rows, signals)
+            rows.clear()
+        fold_rates[kind] = len(ticks) / (time.process_time() - started)
+    for kind in ("tick_ema", "donchian"):
+        sink = CountingSink()
+        elapsed = asyncio.run(run_processor([spec(1, kind, kinds[kind], ["BTC"])], batches_of(ticks, BATCH), sink))
+        rate = len(ticks) / elapsed
+        print(
+            f"plug-in {kind} (simple interface) on the live processor 1 x 1: {rate:,.0f} ticks/s "
+            f"= {built_in_rate / rate:.2f}x the built-in ema's time ({sink.signals_seen:,} signals); bare fold "
+            f"{fold_rates[kind]:,.0f} ticks/CPU-s = {fold_rates['ema'] / fold_rates[kind]:.2f}x ema's "
+            f"{fold_rates['ema']:,.0f}"
+        )
+
+
 def write_csv(path: Path, ticks: list[MarketData]) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -220,8 +283,8 @@ def main() -> None:
     elapsed = asyncio.run(run_processor([spec(1, "ema", EMA, ["BTC"])], batches_of(ticks, BATCH), sink))
     live_rate = len(ticks) / elapsed
     print(
-        f"live processor 1 strategy x 1 instrument: {live_rate:,.0f} ticks/s "
-        f"({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
+        f"live processor 1 strategy x 1 instrument: {live_rate:,.0f} ticks/s, "
+        f"{len(ticks) / CPU_SECONDS[-1]:,.0f} per CPU second ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
     )
 
     started = time.perf_counter()
@@ -233,6 +296,8 @@ def main() -> None:
     )
     if bare_signals != sink.signals_seen:
         raise SystemExit(f"bench: live processor and bare loop disagree: {sink.signals_seen} vs {bare_signals} signals")
+
+    plugin_vs_built_in(ticks, live_rate)
 
     symbols = [f"S{i:03d}" for i in range(200)]
     specs = []
@@ -249,12 +314,19 @@ def main() -> None:
                 )
             )
     wide = make_ticks(args.wide_ticks, symbols, seed=2)
-    sink = CountingSink()
-    elapsed = asyncio.run(run_processor(specs, batches_of(wide, BATCH), sink))
-    print(
-        f"live processor 50 strategies x 200 instruments: {len(wide) / elapsed:,.0f} ticks/s in, "
-        f"{sink.outputs_seen / elapsed:,.0f} strategy-ticks/s ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
-    )
+    wide_batches = batches_of(wide, BATCH)
+    seen = {}
+    for via_feed_queue, label in ((False, "batch by batch"), (True, "from a queued feed")):
+        sink = CountingSink()
+        elapsed = asyncio.run(run_processor(specs, wide_batches, sink, via_feed_queue=via_feed_queue))
+        print(
+            f"live processor 50 strategies x 200 instruments, {label}: {len(wide) / elapsed:,.0f} ticks/s in, "
+            f"{sink.outputs_seen / elapsed:,.0f} strategy-ticks/s, {sink.outputs_seen / CPU_SECONDS[-1]:,.0f} "
+            f"per CPU second ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
+        )
+        seen[label] = (sink.outputs_seen, sink.signals_seen)
+    if len(set(seen.values())) != 1:
+        raise SystemExit(f"bench: the two ways of feeding disagree: {seen}")
 
     latencies = sorted(asyncio.run(latency(zigzag_ticks(20_000))))
     p50 = latencies[len(latencies) // 2] / 1000

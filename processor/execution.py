@@ -77,8 +77,12 @@ class StrategyExecution:
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
         self.live = False  # backfilled, folding what the executor delivers
+        self.folding = False  # live and not failed: the executor may hand it chunks directly
         self._went_live = False
         self._failed = False
+        # Whether the logic held a position at the last look (checked when it signals).
+        self._open = False
+        self._batch_head: tuple[int, str, str, str, str, str, tuple[str, ...]] = (0, "", "", "", "", "", ())
         self._next_seq = 0
         self.backfilled_ticks = 0
         # Live ticks already covered by backfill: older than the boundary, or at it with a known trade id.
@@ -122,7 +126,7 @@ class StrategyExecution:
 
     def cancel(self) -> None:
         self.mailbox.close()
-        self.live = False
+        self.live = self.folding = False
         if self._task is not None:
             self._task.cancel()
 
@@ -136,13 +140,25 @@ class StrategyExecution:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         if position != Position.FLAT:
             self.logic.adopt(position)
             log.info("processor %s: resuming %s on %s", self.spec.name, position.name, self.instrument)
         self.live = self._went_live = True
         self._resuming = None
+        self._open = self.logic.has_open_position
+        spec, (feed, symbol) = self.spec, self.instrument
+        self._batch_head = (
+            spec.strategy_id,
+            spec.name,
+            spec.kind,
+            feed,
+            symbol,
+            self.execution_id,
+            self.logic.output_names,
+        )
+        self.folding = True
         if self._subscriber is not None:
             # Once live the executor may drop an unwanted flat instrument, or keep a held one.
             self._subscriber.position_changed(self)
@@ -154,7 +170,7 @@ class StrategyExecution:
 
     def pump(self) -> None:
         """Fold everything queued in the mailbox now; a failure degrades this route only."""
-        if not self.live or self._failed:
+        if not self.folding:
             return
         chunks = self.mailbox.take_nowait()
         if not chunks:
@@ -162,11 +178,12 @@ class StrategyExecution:
         try:
             self.fold(chunks)
         except Exception as exc:
-            self._fail(exc)
+            self.fail(exc)
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """Stop folding after `exc` from this execution's fold: its route degrades, siblings go on."""
         self._failed = True
-        self.live = False
+        self.live = self.folding = False
         log.error("processor %s: execution on %s failed: %r", self.spec.name, self.instrument, exc, exc_info=exc)
         subscriber = self._subscriber
         if subscriber is not None:
@@ -200,41 +217,54 @@ class StrategyExecution:
 
     def fold(self, chunks: Sequence[Sequence[MarketData]]) -> None:
         """Fold queued chunks as one batch and emit their outputs and signals."""
+        if len(chunks) == 1:
+            self.fold_ticks(chunks[0])
+        else:
+            self.fold_ticks([tick for chunk in chunks for tick in chunk])
+
+    def fold_ticks(self, ticks: Sequence[MarketData]) -> None:
+        """Fold `ticks` and emit their outputs as one batch, and the signals they caused.
+
+        The hot path: it runs once per strategy, instrument and feed batch, so it does
+        only what a batch needs; it raises what the fold raises (the caller fails this
+        execution). A kind's position changes with the signals it emits,
+        so whether it holds one is looked at only when it signalled.
+        """
+        if self._boundary_ns is not None:
+            ticks = self._drop_backfilled(ticks)
         rows: list[tuple[Any, ...]] = []
         signal_rows: list[SignalRow] = []
-        logic = self.logic
-        was_open = logic.has_open_position
-        for chunk in chunks:
-            if self._boundary_ns is not None:
-                chunk = self._drop_backfilled(chunk)
-            logic.fold(chunk, rows, signal_rows)
+        self.logic.fold(ticks, rows, signal_rows)
         subscriber = self._subscriber
         if not rows or subscriber is None:
             return
         first_seq = self._next_seq
-        self._next_seq += len(rows)
-        feed, symbol = self.instrument
-        spec = self.spec
-        batch = OutputBatch(
-            spec.strategy_id, spec.name, spec.kind, feed, symbol, self.execution_id, logic.output_names, first_seq, rows
-        )
+        self._next_seq = first_seq + len(rows)
+        batch = OutputBatch(*self._batch_head, first_seq, rows)
         subscriber.outputs(batch)
         if signal_rows:
-            emitted_ns = self._clock_ns()
-            signals = [
-                Signal(
-                    strategy_id=spec.strategy_id,
-                    strategy_name=spec.name,
-                    feed=feed,
-                    symbol=symbol,
-                    kind=kind,
-                    price=price,
-                    emitted_ns=emitted_ns,
-                    occurrence_ns=ts,
-                    output_id=output_id(self.execution_id, first_seq + index),
-                )
-                for index, kind, price, ts in signal_rows
-            ]
-            subscriber.signals(signals, [batch.output(index) for index, _, _, _ in signal_rows])
-        if logic.has_open_position != was_open:
+            self._signal(subscriber, batch, signal_rows)
+
+    def _signal(self, subscriber: ExecutionSubscriber, batch: OutputBatch, signal_rows: list[SignalRow]) -> None:
+        spec = self.spec
+        emitted_ns = self._clock_ns()
+        first_seq = batch.first_seq
+        signals = [
+            Signal(
+                strategy_id=spec.strategy_id,
+                strategy_name=spec.name,
+                feed=batch.feed,
+                symbol=batch.symbol,
+                kind=kind,
+                price=price,
+                emitted_ns=emitted_ns,
+                occurrence_ns=ts,
+                output_id=output_id(self.execution_id, first_seq + index),
+            )
+            for index, kind, price, ts in signal_rows
+        ]
+        subscriber.signals(signals, [batch.output(index) for index, _, _, _ in signal_rows])
+        is_open = self.logic.has_open_position
+        if is_open != self._open:
+            self._open = is_open
             subscriber.position_changed(self)

@@ -42,11 +42,19 @@ from processor.held import HeldPositionLookup, nothing_held
 from processor.mailbox import MAILBOX_CAPACITY, Mailbox
 from processor.outputs import OutputBatch, StrategyOutput
 from processor.readiness import Readiness, processor_readiness
-from processor.routing import Active, Degraded, RoutingSnapshot, Stopping, StrategyRoute, build_instrument_index
+from processor.routing import (
+    Active,
+    Degraded,
+    RoutingSnapshot,
+    Stopping,
+    StrategyRoute,
+    build_delivery_plan,
+    build_instrument_index,
+)
 from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
 from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
-from processor.strategy_executor import ExecutorSubscriber, StrategyExecutor
+from processor.strategy_executor import ExecutorSubscriber, StrategyDelivery, StrategyExecutor
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +96,9 @@ class Processor:
         self._reconcile_interval_s = reconcile_interval_s
         self._backfill_default_ns = backfill_default_ns
         self._mailbox_capacity = mailbox_capacity
+        # The most ticks routed in one turn from a backlog: half a mailbox, so a strategy
+        # trading every one of them still has room while its executor catches up.
+        self._coalesce_ticks = max(1, mailbox_capacity // 2)
         self._clock_ns = clock_ns
         self._on_readiness = on_readiness
         self.snapshot = RoutingSnapshot()
@@ -99,6 +110,8 @@ class Processor:
         self._core: dict[str, asyncio.Task[None]] = {}
         self._fatal: asyncio.Future[str] | None = None
         self.discarded_commands = 0
+        # An instrument route change was applied but the instrument index not rebuilt yet.
+        self._index_stale = False
         self.shed_batches = 0  # feed batches the fan-out could not queue for the processor
         self.shed_events = 0
 
@@ -206,8 +219,39 @@ class Processor:
     # -- feed router (hot path) -----------------------------------------------------
 
     async def _feed_router(self, feed: asyncio.Queue[FeedData]) -> None:
+        carried: FeedData | None = None
         while True:
-            await self.consume(await feed.get())
+            batch = carried if carried is not None else await feed.get()
+            carried = None
+            # Behind: the batches already queued are routed as one before the strategies
+            # run (up to half a mailbox of ticks), so each folds an instrument's ticks of
+            # several batches in one call. Nothing waits longer for it: the strategies
+            # would have run after those batches were routed anyway.
+            batches = [batch]
+            ticks = len(batch.events)
+            while ticks < self._coalesce_ticks and not feed.empty():
+                queued = feed.get_nowait()
+                if ticks + len(queued.events) > self._coalesce_ticks:
+                    carried = queued
+                    break
+                batches.append(queued)
+                ticks += len(queued.events)
+            if len(batches) == 1:
+                await self.consume(batch)
+            else:
+                await self.consume_queued(batches)
+
+    async def consume_queued(self, batches: Sequence[FeedData]) -> None:
+        """Route batches that queued up (each feed's consecutive ones as one), then yield once."""
+        start = 0
+        while start < len(batches):
+            feed = batches[start].feed
+            end = start + 1
+            while end < len(batches) and batches[end].feed == feed:
+                end += 1
+            self.route(feed, [event for queued in batches[start:end] for event in queued.events])
+            start = end
+        await asyncio.sleep(0)
 
     async def consume(self, batch: FeedData) -> None:
         """Route one feed batch, then yield so strategies run before the next batch."""
@@ -223,9 +267,14 @@ class Processor:
         await asyncio.sleep(0)
 
     def route(self, feed: str, events: Sequence[Any]) -> None:
-        """Offer each instrument's trades in `events` to the mailboxes of its routes."""
-        by_symbol = self.snapshot.routes_by_instrument.get(feed)
-        if not by_symbol:
+        """Offer each route the trades in `events` of the instruments it trades, one mailbox item each.
+
+        The batch is cut into per-symbol chunks once; every route gets its chunks as one
+        item (a delivery), so the cost per route is one offer per batch, not one per
+        instrument, and routes that trade the same symbols share one delivery.
+        """
+        plan = self.snapshot.deliveries_by_feed.get(feed)
+        if not plan:
             return
         groups: dict[str, list[MarketData]] = {}
         for event in events:
@@ -236,23 +285,39 @@ class Processor:
                     groups[event.symbol] = [event]
                 else:
                     group.append(event)
-        for symbol, ticks in groups.items():
-            targets = by_symbol.get(symbol)
-            if targets is None:
-                continue
-            item: StrategyChunk = ((feed, symbol), tuple(ticks))
-            size = len(ticks)
+        if not groups:
+            return
+        chunks: list[StrategyChunk] = [((feed, symbol), tuple(ticks)) for symbol, ticks in groups.items()]
+        total = sum(len(ticks) for ticks in groups.values())
+        for symbols, targets in plan:
+            if groups.keys() <= symbols:
+                delivery, size = chunks, total
+            else:
+                delivery = [chunk for chunk in chunks if chunk[0][1] in symbols]
+                if not delivery:
+                    continue
+                size = sum(len(ticks) for _, ticks in delivery)
             for key, route_instance_id, mailbox in targets:
-                if not mailbox.offer(item, size):
+                if not mailbox.offer(delivery, size):
                     self.request_degrade(key, route_instance_id, f"strategy mailbox full ({mailbox.capacity} ticks)")
 
     # -- route command loop (the single writer of the snapshot) ---------------------
 
     async def _command_loop(self) -> None:
+        commands = self._commands
         while True:
-            command = await self._commands.get()
+            command = await commands.get()
             try:
                 self.snapshot = self._apply(self.snapshot, command)
+                # A route confirms its instruments one command each (ten thousand for 50
+                # strategies on 200 instruments); the index is rebuilt once per run of them,
+                # before the loop waits again, not once per command.
+                while self._index_stale and not commands.empty():
+                    commands.task_done()
+                    command = commands.get_nowait()
+                    self.snapshot = self._apply(self.snapshot, command)
+                if self._index_stale:
+                    self.snapshot = self._with_routes(self.snapshot, dict(self.snapshot.routes_by_strategy))
                 self._report()
             finally:
                 self._commands.task_done()
@@ -269,7 +334,8 @@ class Processor:
             if route is None or route.route_instance_id != command.route_instance_id:
                 self.discarded_commands += 1
                 return current
-            return self._with_routes(current, dict(current.routes_by_strategy))
+            self._index_stale = True
+            return current
         raise TypeError(f"unknown route command {command!r}")
 
     def _reconcile_routes(self, current: RoutingSnapshot, desired: tuple[StrategySpec, ...]) -> RoutingSnapshot:
@@ -332,7 +398,7 @@ class Processor:
         handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
-        mailbox: Mailbox[StrategyChunk] = Mailbox(self._mailbox_capacity)
+        mailbox: Mailbox[StrategyDelivery] = Mailbox(self._mailbox_capacity)
         executor = StrategyExecutor(
             spec=spec,
             strategy_mailbox=mailbox,
@@ -351,9 +417,19 @@ class Processor:
             handed_over=handed_over,
         )
         # Subscribed before start: the first output of the first execution has a reader.
+        sink_outputs = self._sink.outputs
+
+        def outputs(batch: OutputBatch) -> None:
+            # Once per strategy, instrument and feed batch: one frame between the execution and the sink.
+            try:
+                sink_outputs(batch)
+            except Exception as exc:
+                log.exception("processor: output sink failed for %s", batch.strategy_name)
+                self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
+
         executor.subscribe(
             ExecutorSubscriber(
-                outputs=functools.partial(self._route_outputs, key, route_instance_id),
+                outputs=outputs,
                 signals=functools.partial(self._route_signals, key, route_instance_id),
             )
         )
@@ -361,13 +437,6 @@ class Processor:
         executor.set_instruments(spec.instruments)
         log.info("processor %s: route %d added on %d instruments", spec.name, route_instance_id, len(spec.instruments))
         return StrategyRoute(key, spec, route_instance_id, mailbox, executor, Active())
-
-    def _route_outputs(self, key: RouteKey, route_instance_id: int, batch: OutputBatch) -> None:
-        try:
-            self._sink.outputs(batch)
-        except Exception as exc:
-            log.exception("processor: output sink failed for %s", batch.strategy_name)
-            self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
 
     def _route_signals(
         self, key: RouteKey, route_instance_id: int, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]
@@ -458,17 +527,19 @@ class Processor:
             job.cancel()
         route.executor.cancel()
 
-    @staticmethod
-    def _with_routes(current: RoutingSnapshot, routes: dict[RouteKey, StrategyRoute]) -> RoutingSnapshot:
+    def _with_routes(self, current: RoutingSnapshot, routes: dict[RouteKey, StrategyRoute]) -> RoutingSnapshot:
+        self._index_stale = False
         for key, route in routes.items():
             if isinstance(route.state, Stopping):
                 retained = route.executor.current_instrument_ids()
                 if retained != route.state.retained:
                     routes[key] = replace(route, state=Stopping(retained))
+        index = build_instrument_index(routes)
         return RoutingSnapshot(
             desired=current.desired,
-            routes_by_instrument=build_instrument_index(routes),
+            routes_by_instrument=index,
             routes_by_strategy=MappingProxyType(routes),
+            deliveries_by_feed=build_delivery_plan(index),
         )
 
     # -- reconcile loop and fatal watcher -------------------------------------------

@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Union
 
 from processor.mailbox import Mailbox
-from processor.specs import FeedSymbol, RouteKey, StrategyChunk, StrategySpec
-from processor.strategy_executor import StrategyExecutor
+from processor.specs import FeedSymbol, RouteKey, StrategySpec
+from processor.strategy_executor import StrategyDelivery, StrategyExecutor
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,19 @@ class StrategyRoute:
     key: RouteKey
     spec: StrategySpec
     route_instance_id: int  # the incarnation: a re-added strategy gets a new one
-    mailbox: Mailbox[StrategyChunk]
+    mailbox: Mailbox[StrategyDelivery]
     executor: StrategyExecutor
     state: RouteState
     jobs: tuple[asyncio.Task[None], ...] = ()  # route-side jobs (the stopping watcher)
 
 
 # What the feed router needs per target: (route key, route instance id, strategy mailbox).
-RouteTarget = tuple[RouteKey, int, "Mailbox[StrategyChunk]"]
+RouteTarget = tuple[RouteKey, int, "Mailbox[StrategyDelivery]"]
+
+
+# The routes of one feed that trade exactly the same symbols: a feed batch is cut into
+# per-symbol chunks once for all of them, and each gets those chunks as one mailbox item.
+DeliveryGroup = tuple[frozenset[str], tuple[RouteTarget, ...]]
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class RoutingSnapshot:
         default_factory=lambda: MappingProxyType({})
     )
     routes_by_strategy: Mapping[RouteKey, StrategyRoute] = field(default_factory=lambda: MappingProxyType({}))
+    # feed -> the same targets grouped by their symbol sets (what the feed router walks).
+    deliveries_by_feed: Mapping[str, tuple[DeliveryGroup, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def build_instrument_index(
@@ -82,3 +89,20 @@ def build_instrument_index(
             for feed, by_symbol in index.items()
         }
     )
+
+
+def build_delivery_plan(
+    index: Mapping[str, Mapping[str, tuple[RouteTarget, ...]]],
+) -> Mapping[str, tuple[DeliveryGroup, ...]]:
+    """Group each feed's targets by the set of symbols they are routed on, in route-key order."""
+    plan: dict[str, tuple[DeliveryGroup, ...]] = {}
+    for feed, by_symbol in index.items():
+        symbols_of: dict[RouteTarget, set[str]] = {}
+        for symbol, targets in by_symbol.items():
+            for target in targets:
+                symbols_of.setdefault(target, set()).add(symbol)
+        groups: dict[frozenset[str], list[RouteTarget]] = {}
+        for target in sorted(symbols_of, key=lambda target: target[0]):
+            groups.setdefault(frozenset(symbols_of[target]), []).append(target)
+        plan[feed] = tuple((symbols, tuple(targets)) for symbols, targets in groups.items())
+    return MappingProxyType(plan)

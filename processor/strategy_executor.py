@@ -31,6 +31,11 @@ from processor.strategies import strategy_class
 log = logging.getLogger(__name__)
 
 
+# What the feed router offers a strategy mailbox per feed batch: the batch's chunk of
+# every instrument this strategy is routed on, in the batch's order.
+StrategyDelivery = Sequence[StrategyChunk]
+
+
 class MailboxOverflow(Exception):
     """An instrument mailbox was full."""
 
@@ -52,7 +57,7 @@ class StrategyExecutor:
         self,
         *,
         spec: StrategySpec,
-        strategy_mailbox: Mailbox[StrategyChunk],
+        strategy_mailbox: Mailbox[StrategyDelivery],
         history: HistoricalTickProvider,
         on_route_overflow: Callable[[FeedSymbol, BaseException], None],
         on_instrument_route_added: Callable[[FeedSymbol], None],
@@ -158,22 +163,43 @@ class StrategyExecutor:
         mailbox = self._mailbox
         while True:
             try:
-                items = await mailbox.take()
+                deliveries = await mailbox.take()
             except MailboxClosed:
                 return
-            routes = self._routes
-            for instrument, chunk in items:
-                route = routes.get(instrument)
-                if route is None:
-                    # Routed before the processor saw this instrument's removal; nothing to run it.
-                    self.unrouted_ticks += len(chunk)
-                    continue
-                if not route.mailbox.offer(chunk, len(chunk)):
-                    self._on_route_overflow(
-                        instrument, MailboxOverflow(f"instrument mailbox full ({route.mailbox.capacity} ticks)")
-                    )
-                    continue
-                route.execution.pump()
+            self._deliver(deliveries[0] if len(deliveries) == 1 else _merged(deliveries))
+
+    def _deliver(self, delivery: StrategyDelivery) -> None:
+        """Fold each instrument's chunk; a live execution with nothing queued folds it at once."""
+        routes = self._routes
+        execution: StrategyExecution | None = None
+        pending = iter(delivery)
+        while True:
+            # One try around the loop, not one per chunk: a failing fold fails its own
+            # execution (degrading the route) and the loop goes on with the next chunk.
+            try:
+                for instrument, chunk in pending:
+                    route = routes.get(instrument)
+                    if route is None:
+                        # Routed before the processor saw this instrument's removal; nothing to run it.
+                        self.unrouted_ticks += len(chunk)
+                        continue
+                    execution = route.execution
+                    if execution.folding and not route.mailbox.size:
+                        # The fast path: no mailbox round trip for an execution that is keeping up.
+                        execution.fold_ticks(chunk)
+                        continue
+                    execution = None  # pump catches its own failures
+                    if not route.mailbox.offer(chunk, len(chunk)):
+                        self._on_route_overflow(
+                            instrument, MailboxOverflow(f"instrument mailbox full ({route.mailbox.capacity} ticks)")
+                        )
+                        continue
+                    route.execution.pump()
+                return
+            except Exception as exc:
+                if execution is None:
+                    raise
+                execution.fail(exc)
 
     def _reconcile_executions(self) -> None:
         for instrument in sorted(self._wanted - self._routes.keys()):
@@ -235,3 +261,20 @@ class StrategyExecutor:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+def _merged(deliveries: Sequence[StrategyDelivery]) -> StrategyDelivery:
+    """Deliveries queued while the executor was behind, as one: each instrument's ticks in order.
+
+    One fold per instrument for the whole backlog instead of one per feed batch; the
+    ticks each execution folds, and so its outputs and signals, are the same.
+    """
+    merged: dict[FeedSymbol, list[MarketData]] = {}
+    for delivery in deliveries:
+        for instrument, chunk in delivery:
+            ticks = merged.get(instrument)
+            if ticks is None:
+                merged[instrument] = list(chunk)
+            else:
+                ticks.extend(chunk)
+    return list(merged.items())

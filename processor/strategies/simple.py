@@ -69,6 +69,9 @@ class TickStrategy(StrategyLogic):
     def fold(
         self, ticks: Sequence[MarketData], rows: list[OutputRow], signals: list[SignalRow], *, trading: bool = True
     ) -> None:
+        # Per tick only the strategy's two calls and the row: methods bound once, state in
+        # locals, and a wanted position equal to the held one (the usual answer) costs an
+        # identity check.
         position = self.position
         last = self.last_ts_ns
         skipped = 0
@@ -82,7 +85,9 @@ class TickStrategy(StrategyLogic):
             last = ts
             wanted = on_tick(tick.price / scale, tick.volume / scale, ts)
             append((ts, ts, *outputs()))
-            if wanted is not None and wanted != position and trading:
+            if wanted is None or wanted is position or not trading:
+                continue
+            if wanted != position:
                 position = _move(position, wanted, len(rows) - 1, tick, signals)
         self.last_ts_ns = last
         self.position = position
@@ -136,10 +141,22 @@ class BarStrategy(StrategyLogic):
     def fold(
         self, ticks: Sequence[MarketData], rows: list[OutputRow], signals: list[SignalRow], *, trading: bool = True
     ) -> None:
+        # The open bar lives in locals and becomes a Bar only when it closes (and once at the
+        # end, as the state to resume from); `outputs()` is asked once per closed bar, the
+        # values it documents, not once per tick.
         position = self.position
         last = self.last_ts_ns
         timeframe = self.timeframe_ns
+        scale = _SCALE_FLOAT
+        on_bar, append = self.on_bar, rows.append
+        values = self.outputs()
         bar = self.bar
+        if bar is None:
+            start = -1
+            o = h = lo = c = v = 0.0
+            n = 0
+        else:
+            start, o, h, lo, c, v, n = bar.start_ns, bar.open, bar.high, bar.low, bar.close, bar.volume, bar.ticks
         skipped = 0
         for tick in ticks:
             ts = tick.ts_event
@@ -147,24 +164,28 @@ class BarStrategy(StrategyLogic):
                 skipped += 1
                 continue
             last = ts
-            price = float(tick.price) / _SCALE_FLOAT
-            volume = float(tick.volume) / _SCALE_FLOAT
-            start = ts - ts % timeframe
-            wanted: Position | None = None
-            if bar is None or start != bar.start_ns:
-                if bar is not None:
-                    wanted = self.on_bar(bar)
-                bar = Bar(start, price, price, price, price, volume, 1)
+            price = tick.price / scale
+            volume = tick.volume / scale
+            bucket = ts - ts % timeframe
+            if bucket != start:
+                wanted = None
+                if n:
+                    wanted = on_bar(Bar(start, o, h, lo, c, v, n))
+                    values = self.outputs()
+                start, o, h, lo, c, v, n = bucket, price, price, price, price, volume, 1
+                append((start, ts, *values))
+                if wanted is not None and wanted != position and trading:
+                    position = _move(position, wanted, len(rows) - 1, tick, signals)
             else:
-                bar.high = max(bar.high, price)
-                bar.low = min(bar.low, price)
-                bar.close = price
-                bar.volume += volume
-                bar.ticks += 1
-            rows.append((bar.start_ns, ts, *self.outputs()))
-            if wanted is not None and wanted != position and trading:
-                position = _move(position, wanted, len(rows) - 1, tick, signals)
-        self.bar = bar
+                if price > h:
+                    h = price
+                elif price < lo:
+                    lo = price
+                c = price
+                v += volume
+                n += 1
+                append((start, ts, *values))
+        self.bar = Bar(start, o, h, lo, c, v, n) if n else None
         self.last_ts_ns = last
         self.position = position
         self.skipped_out_of_order += skipped
