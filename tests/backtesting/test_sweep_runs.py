@@ -15,15 +15,17 @@ from django.test import Client
 
 from backtesting import tasks
 from backtesting.models import BacktestSweep, RunStatus
+from backtesting.sweep import grid_points
 from backtesting.sweep_services import SweepRequest, backtest_sweep_create, backtest_sweep_execute
-from tests.backtesting.factories import BREAKOUT, START_NS, record_flipping_ticks, run_request
+from tests.backtesting.factories import START_NS, record_flipping_ticks, record_walk_ticks, run_request
 from tests.helpers import eventually
 from tradingsite.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the ticks are read by a thread of its own
 
-# Eight points: volume_breakout's lookback x hold_bars x cooldown_bars.
-GRID = {"lookback": [2, 3], "hold_bars": [1, 2], "cooldown_bars": [0, 1]}
+# Eight points of the EMA crossover's periods; all valid (fast below slow).
+GRID = {"fast": [2, 3, 4, 5], "slow": [8, 12]}
+WALK_END_NS = START_NS + 3_600 * 1_000_000_000
 
 
 def user(name: str, **extra: Any) -> Any:
@@ -38,22 +40,23 @@ def logged_in(who: Any) -> Client:
 
 def queued_sweep(owner: Any, instrument: Any, *, metric: str = "pnl", workers: int = 2, **grid: Any) -> BacktestSweep:
     """A queued sweep stored without being started (the test starts it)."""
-    run = run_request(instrument, params={"bar_volume": BREAKOUT["bar_volume"]})
+    run = run_request(instrument, kind="ema", params={"timeframe_s": 10}, end_ns=WALK_END_NS)
+    grid = grid or GRID
     return BacktestSweep.objects.create(
         owner=owner,
-        grid=grid or GRID,
+        grid=grid,
         metric=metric,
         workers=workers,
-        points_total=8,
-        **{name: value for name, value in vars(run).items()},
+        points_total=len(grid_points(run.params, grid)),
+        **vars(run),
     )
 
 
 def test_the_celery_task_sweeps_eight_points_over_two_processes_best_first_and_deterministic() -> None:
     trader = user("trader")
-    instrument = record_flipping_ticks()
+    instrument = record_walk_ticks()
     parallel = queued_sweep(trader, instrument, workers=2)
-    assert "8 points over 240 ticks" in tasks.backtest_sweep_execute(parallel.pk)
+    assert "8 points over 1500 ticks" in tasks.backtest_sweep_execute(parallel.pk)
     serial = queued_sweep(trader, instrument, workers=1)
     backtest_sweep_execute(sweep_id=serial.pk)
     parallel.refresh_from_db()
@@ -68,7 +71,7 @@ def test_the_celery_task_sweeps_eight_points_over_two_processes_best_first_and_d
 
 
 def test_a_sweep_is_executed_once_even_when_its_task_is_delivered_twice() -> None:
-    sweep = queued_sweep(user("trader"), record_flipping_ticks(), workers=1)
+    sweep = queued_sweep(user("trader"), record_walk_ticks(count=200), workers=1, fast=[2], slow=[8])
     backtest_sweep_execute(sweep_id=sweep.pk)
     finished_at = BacktestSweep.objects.get(pk=sweep.pk).finished_at
     assert "not queued" in backtest_sweep_execute(sweep_id=sweep.pk)
@@ -77,12 +80,12 @@ def test_a_sweep_is_executed_once_even_when_its_task_is_delivered_twice() -> Non
 
 def test_a_refused_point_is_listed_last_with_its_reason_and_a_sweep_without_ticks_fails_stored() -> None:
     trader = user("trader")
-    instrument = record_flipping_ticks()
-    sweep = queued_sweep(trader, instrument, workers=1, lookback=[3, 0])
+    instrument = record_walk_ticks(count=300)
+    sweep = queued_sweep(trader, instrument, workers=1, fast=[20, 3], slow=[8])
     backtest_sweep_execute(sweep_id=sweep.pk)
     sweep.refresh_from_db()
-    assert [bool(row["refused"]) for row in sweep.results] == [False, True]
-    missing = queued_sweep(trader, instrument, workers=1)
+    assert [(row["params"]["fast"], bool(row["refused"])) for row in sweep.results] == [(3, False), (20, True)]
+    missing = queued_sweep(trader, instrument, workers=1, fast=[3], slow=[8])
     BacktestSweep.objects.filter(pk=missing.pk).update(symbols=["NOPE"])
     assert "failed" in backtest_sweep_execute(sweep_id=missing.pk)
     missing.refresh_from_db()
@@ -102,7 +105,7 @@ def test_in_the_embedded_default_a_created_sweep_runs_in_a_background_thread(set
 
 async def test_the_owner_socket_receives_the_sweep_progress_and_no_other_does() -> None:
     alice, bob = await database_sync_to_async(user)("alice"), await database_sync_to_async(user)("bob")
-    sweep = await database_sync_to_async(lambda: queued_sweep(alice, record_flipping_ticks(), workers=1))()
+    sweep = await database_sync_to_async(lambda: queued_sweep(alice, record_walk_ticks(count=300), workers=1))()
     sockets = {}
     for who in (alice, bob):
         client = await database_sync_to_async(logged_in)(who)
