@@ -124,10 +124,10 @@ class BacktestSweepForm(BacktestRunForm):
     def clean(self) -> dict[str, Any]:
         # The fixed parameters alone need not be valid (the grid completes them): each
         # point is validated when it runs, and a refused one is listed with its reason.
-        params = self.cleaned_data.get("params")
         cleaned = forms.Form.clean(self) or {}
-        if params is not None and not isinstance(params, dict):
-            self.add_error("params", "Give a JSON object.")
+        params = cleaned.get("params")
+        if params is None and "params" not in self.errors:
+            params = cleaned["params"] = {}  # blank: the kind's defaults
         start, end = cleaned.get("start"), cleaned.get("end")
         if start and end:
             if end <= start:
@@ -135,7 +135,9 @@ class BacktestSweepForm(BacktestRunForm):
             elif end - start > MAX_RANGE:
                 self.add_error("end", f"At most {MAX_RANGE.days} days in one sweep.")
         grid = cleaned.get("grid")
-        if grid is not None and isinstance(params, dict):
+        if grid is None and "grid" not in self.errors:
+            self.add_error("grid", "Give the grid: parameter name -> list of values.")
+        elif grid is not None and isinstance(params, dict):
             try:
                 count = len(grid_points(params, grid))
             except SweepError as exc:

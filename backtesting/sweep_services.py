@@ -5,12 +5,15 @@ running) so a task delivered twice runs it once; a Celery task sent by name, or 
 background thread of the web process in the embedded default. The recorded ticks are
 written once to a tick CSV in a temporary directory, which every worker process reads
 (backtesting.sweep.run_sweep); the sweep's points are spread over `workers` processes.
+A Celery prefork worker is a daemonic process, which may not start children: there the
+points run one after another in the worker itself, and the sweep records 1 process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import tempfile
 import threading
 import time
@@ -130,6 +133,11 @@ def backtest_sweep_execute(*, sweep_id: int, push_loop: asyncio.AbstractEventLoo
     if not claimed:
         return f"backtest sweep {sweep_id}: not queued, nothing to do"
     sweep = BacktestSweep.objects.get(pk=sweep_id)
+    workers = min(sweep.workers, MAX_WORKERS)
+    if workers > 1 and multiprocessing.current_process().daemon:
+        log.info("backtesting: sweep %s runs in this daemonic worker process, one point after another", sweep_id)
+        workers = sweep.workers = 1
+        BacktestSweep.objects.filter(pk=sweep.pk).update(workers=1)
     sweep_push(sweep, loop=push_loop)
     try:
         points = grid_points(sweep.params, sweep.grid)
@@ -142,7 +150,7 @@ def backtest_sweep_execute(*, sweep_id: int, push_loop: asyncio.AbstractEventLoo
                 points=points,
                 ticks=str(tape),
                 settings=simulated_settings_of(sweep),
-                workers=min(sweep.workers, MAX_WORKERS),
+                workers=workers,
                 on_result=_Progress(sweep, push_loop),
             )
     except (TickSourceError, ValueError) as exc:
