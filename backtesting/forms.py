@@ -119,15 +119,13 @@ class BacktestSweepForm(BacktestRunForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["params"].label = "Fixed parameters (JSON)"
-        self.fields["params"].help_text = "The parameters the grid does not vary; blank for defaults"
+        self.fields["params"].help_text = "The parameters the grid does not vary; {} for the kind's defaults"
 
     def clean(self) -> dict[str, Any]:
         # The fixed parameters alone need not be valid (the grid completes them): each
         # point is validated when it runs, and a refused one is listed with its reason.
         cleaned = forms.Form.clean(self) or {}
         params = cleaned.get("params")
-        if params is None and "params" not in self.errors:
-            params = cleaned["params"] = {}  # blank: the kind's defaults
         start, end = cleaned.get("start"), cleaned.get("end")
         if start and end:
             if end <= start:
@@ -137,9 +135,9 @@ class BacktestSweepForm(BacktestRunForm):
         grid = cleaned.get("grid")
         if grid is None and "grid" not in self.errors:
             self.add_error("grid", "Give the grid: parameter name -> list of values.")
-        elif grid is not None and isinstance(params, dict):
+        elif grid is not None:
             try:
-                count = len(grid_points(params, grid))
+                count = len(grid_points(params if isinstance(params, dict) else {}, grid))
             except SweepError as exc:
                 self.add_error("grid", str(exc))
             else:

@@ -15,7 +15,8 @@ from tests.e2e.test_backtest_e2e import recorded_ticks
 from tests.e2e.test_csp_browser import COLLECT_VIOLATIONS
 from tests.helpers import eventually
 
-GRID = {"lookback": [2, 3, 5], "hold_bars": [1, 2], "cooldown_bars": [0, 1]}  # 12 points
+# 12 points; on the replay tape (every tick a bar of 10) the bar size changes the trades.
+GRID = {"bar_volume": ["10", "20", "30"], "lookback": [2, 3], "hold_bars": [1, 2]}
 
 
 @pytest.mark.timeout(600)  # the site's setup alone can take minutes on a busy machine
@@ -33,7 +34,7 @@ def test_start_a_sweep_watch_its_points_and_read_the_table_sorted_by_the_chosen_
     page.locator('.field-error[data-field="grid"]').first.wait_for()
 
     page.select_option("select[name=kind]", "volume_breakout")
-    page.fill("textarea[name=params]", json.dumps({"bar_volume": "10"}))
+    page.fill("textarea[name=params]", json.dumps({"cooldown_bars": 0}))
     page.fill("textarea[name=grid]", json.dumps(GRID))
     page.select_option("select[name=metric]", "pnl")
     page.fill("input[name=workers]", "2")
