@@ -10,18 +10,39 @@ from decimal import Decimal
 import pytest
 
 from tests.e2e.conftest import Site, open_dashboard, screenshot
-from tests.e2e.site_setup import REPLAY_SYMBOL
-from tests.e2e.test_backtest_e2e import recorded_ticks
 from tests.e2e.test_csp_browser import COLLECT_VIOLATIONS
-from tests.helpers import eventually
 
-# 12 points; on the replay tape (every tick a bar of 10) the bar size changes the trades.
-GRID = {"bar_volume": ["10", "20", "30"], "lookback": [2, 3], "hold_bars": [1, 2]}
+GRID = {"fast": [2, 3, 4, 5], "slow": [8, 12, 20]}  # 12 points of the EMA crossover's periods
+WALK_SYMBOL = "WALK-USD"
+
+# A seeded random walk recorded on the replay feed over the last half hour (an instrument
+# of its own, not streamed): EMA crossings that differ with the periods.
+RECORD_WALK = f"""
+import random, time
+from decimal import Decimal
+from feeds.market import parse_fixed
+from feeds.models import Feed, Instrument, Tick
+instrument, created = Instrument.objects.get_or_create(
+    feed=Feed.objects.get(name="replay"), venue_symbol={WALK_SYMBOL!r},
+    defaults={{"symbol": {WALK_SYMBOL!r}, "tick_size": Decimal("0.01"), "lot_size": Decimal("0.001")}},
+)
+if created:
+    rng = random.Random(7)
+    price, ts = 100.0, time.time_ns() - 1_800 * 10**9
+    rows = []
+    for n in range(1_500):
+        price *= 1 + rng.gauss(0, 0.002)
+        ts += rng.randint(100, 1_000) * 10**6
+        rows.append(Tick(instrument=instrument, ts_event=ts, ts_recv=ts, price=parse_fixed(f"{{price:.2f}}"),
+                         volume=parse_fixed(str(rng.randint(1, 40) / 10)), trade_id=str(n + 1)))
+    Tick.objects.bulk_create(rows)
+print(instrument.pk)
+"""
 
 
 @pytest.mark.timeout(600)  # the site's setup alone can take minutes on a busy machine
 def test_start_a_sweep_watch_its_points_and_read_the_table_sorted_by_the_chosen_figure(site: Site, browser) -> None:  # type: ignore[no-untyped-def]
-    eventually(lambda: recorded_ticks(site) >= 120, timeout_s=90, interval_s=2)
+    site.manage("shell", "-c", RECORD_WALK)
     page = open_dashboard(browser, site, "demo")
     page.context.add_init_script(COLLECT_VIOLATIONS)  # the pages hold no inline script or style
     now = datetime.now(UTC)
@@ -33,12 +54,12 @@ def test_start_a_sweep_watch_its_points_and_read_the_table_sorted_by_the_chosen_
     page.click("#sweep-form button[type=submit]")
     page.locator('.field-error[data-field="grid"]').first.wait_for()
 
-    page.select_option("select[name=kind]", "volume_breakout")
-    page.fill("textarea[name=params]", json.dumps({"cooldown_bars": 0}))
+    page.select_option("select[name=kind]", "ema")
+    page.fill("textarea[name=params]", json.dumps({"timeframe_s": 10}))
     page.fill("textarea[name=grid]", json.dumps(GRID))
     page.select_option("select[name=metric]", "pnl")
     page.fill("input[name=workers]", "2")
-    page.select_option("select[name=instruments]", label=f"replay / {REPLAY_SYMBOL}")
+    page.select_option("select[name=instruments]", label=f"replay / {WALK_SYMBOL}")
     page.fill("input[name=start]", (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"))
     page.fill("input[name=end]", (now + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M"))
     page.fill("input[name=quantity]", "1")
