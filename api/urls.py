@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import URLPattern, URLResolver, path
 from rest_framework.routers import DefaultRouter
 
-from api import backtests, docs, manual, order_books, trade_views, views
+from api import backtests, docs, manual, order_books, sweeps, trade_views, views
 
 app_name = "api"
 
@@ -27,6 +27,7 @@ router.register("health", views.HealthViewSet, basename="health")
 router.register("trades", trade_views.TradeViewSet, basename="trade")
 router.register("performance", trade_views.PerformanceViewSet, basename="performance")
 router.register("backtests", backtests.BacktestRunViewSet, basename="backtest")
+router.register("backtest-sweeps", sweeps.BacktestSweepViewSet, basename="backtest-sweep")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -1,6 +1,7 @@
 """ws/backtests/: live progress of the user's own backtest runs (login required, the user's group only).
 
-Browser messages: {"type": "backtest.progress", "run": {id, status, ticks_done, ticks_total, progress, error}}.
+Browser messages: {"type": "backtest.progress", "run": {id, status, ticks_done, ticks_total, progress, error}}
+and {"type": "backtest.sweep", "sweep": {id, status, points_done, points_total, progress, error}}.
 The browser sends nothing; what it sends is ignored.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from backtesting.push import PROGRESS_TYPE, backtest_group
+from backtesting.push import PROGRESS_TYPE, SWEEP_TYPE, backtest_group
 
 CLOSE_UNAUTHENTICATED = 4401
 
@@ -39,3 +40,6 @@ class BacktestProgressConsumer(AsyncWebsocketConsumer):
 
     async def backtest_progress(self, event: dict[str, Any]) -> None:
         await self.send(text_data=orjson.dumps({"type": PROGRESS_TYPE, "run": event["run"]}).decode())
+
+    async def backtest_sweep(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=orjson.dumps({"type": SWEEP_TYPE, "sweep": event["sweep"]}).decode())

@@ -10,6 +10,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from backtesting.services import RunRequest
+from backtesting.sweep import METRICS, SweepError, grid_points
+from backtesting.sweep_services import MAX_WORKERS, SweepRequest
 from core.admin_scope import BoundedModelMultipleChoiceField
 from core.json_limits import BoundedJSONField
 from feeds.models import Instrument
@@ -100,3 +102,50 @@ class BacktestRunForm(forms.Form):
             maker_bps=data["maker_bps"],
             latency_ms=data["latency_ms"],
         )
+
+
+MAX_SWEEP_POINTS = 256
+
+
+class BacktestSweepForm(BacktestRunForm):
+    """A sweep: the run's form (its parameters are the ones the grid does not vary), a grid and a metric."""
+
+    grid = BoundedJSONField(
+        label="Grid (JSON)", help_text='Parameter name -> list of values, e.g. {"fast": [5, 8], "slow": [20, 30]}'
+    )
+    metric = forms.ChoiceField(label="Sort by", choices=[(name, name) for name in METRICS], initial="pnl")
+    workers = forms.IntegerField(label="Processes", min_value=1, max_value=MAX_WORKERS, initial=2)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["params"].label = "Fixed parameters (JSON)"
+        self.fields["params"].help_text = "The parameters the grid does not vary; {} for the kind's defaults"
+
+    def clean(self) -> dict[str, Any]:
+        # The fixed parameters alone need not be valid (the grid completes them): each
+        # point is validated when it runs, and a refused one is listed with its reason.
+        cleaned = forms.Form.clean(self) or {}
+        params = cleaned.get("params")
+        start, end = cleaned.get("start"), cleaned.get("end")
+        if start and end:
+            if end <= start:
+                self.add_error("end", "The range must end after it starts.")
+            elif end - start > MAX_RANGE:
+                self.add_error("end", f"At most {MAX_RANGE.days} days in one sweep.")
+        grid = cleaned.get("grid")
+        if grid is None and "grid" not in self.errors:
+            self.add_error("grid", "Give the grid: parameter name -> list of values.")
+        elif grid is not None:
+            try:
+                count = len(grid_points(params if isinstance(params, dict) else {}, grid))
+            except SweepError as exc:
+                self.add_error("grid", str(exc))
+            else:
+                if count > MAX_SWEEP_POINTS:
+                    self.add_error("grid", f"The grid has {count} points; at most {MAX_SWEEP_POINTS} from the browser.")
+        return cleaned
+
+    def sweep_request(self) -> SweepRequest:
+        """The validated sweep; call after is_valid()."""
+        data = self.cleaned_data
+        return SweepRequest(run=self.run_request(), grid=data["grid"], metric=data["metric"], workers=data["workers"])

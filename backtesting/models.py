@@ -62,3 +62,55 @@ class BacktestRun(models.Model):
         if self.status == RunStatus.DONE:
             return 1.0
         return min(self.ticks_done / self.ticks_total, 1.0) if self.ticks_total else 0.0
+
+
+class BacktestSweep(models.Model):
+    """A parameter grid over recorded ticks: one backtest with fills per point, best first by `metric`.
+
+    Trade terms as on a run. `results` is the list of points in the chosen metric's
+    order (backtesting.sweep.ranked), each {index, params, refused, figures} with money
+    as exact strings; only the sweep's task writes progress and results.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtest_sweeps")
+    kind = models.CharField(max_length=60)
+    params = models.JSONField(default=dict, blank=True, help_text="The parameters the grid does not vary.")
+    grid = models.JSONField(help_text="Parameter name -> list of values.")
+    metric = models.CharField(max_length=20, default="pnl")
+    workers = models.PositiveSmallIntegerField(default=2)
+    feed = models.CharField(max_length=50)
+    symbols = models.JSONField(default=list)
+    start_ns = models.BigIntegerField()
+    end_ns = models.BigIntegerField()
+    capital = models.DecimalField(max_digits=30, decimal_places=12)
+    quantity = models.DecimalField(max_digits=30, decimal_places=12)
+    lot_size = models.DecimalField(max_digits=30, decimal_places=12)
+    tick_size = models.DecimalField(max_digits=30, decimal_places=12)
+    order_type = models.CharField(max_length=10, choices=OrderType.choices, default=OrderType.MARKET)
+    reversal = models.CharField(max_length=20, choices=Reversal.choices, default=Reversal.AFTER_EXIT_FILL)
+    taker_bps = models.PositiveIntegerField()
+    maker_bps = models.PositiveIntegerField()
+    latency_ms = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    points_done = models.PositiveIntegerField(default=0)
+    points_total = models.PositiveIntegerField(default=0)
+    ticks = models.BigIntegerField(default=0)
+    results = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = [models.Index(fields=("owner", "-created_at"), name="backtest_sweep_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"sweep {self.pk} {self.kind} on {self.feed} ({self.status})"
+
+    @property
+    def progress(self) -> float:
+        """The share of points backtested, from 0.0 to 1.0 (1.0 once done)."""
+        if self.status == RunStatus.DONE:
+            return 1.0
+        return min(self.points_done / self.points_total, 1.0) if self.points_total else 0.0

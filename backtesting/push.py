@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 log = logging.getLogger(__name__)
 
 PROGRESS_TYPE = "backtest.progress"
+SWEEP_TYPE = "backtest.sweep"
 
 
 def backtest_group(user_id: int) -> str:
@@ -31,6 +32,18 @@ def run_state(run: Any) -> dict[str, Any]:
     }
 
 
+def sweep_state(sweep: Any) -> dict[str, Any]:
+    """What the browser shows of a sweep's progress (the websocket message and the status JSON)."""
+    return {
+        "id": sweep.pk,
+        "status": sweep.status,
+        "points_done": sweep.points_done,
+        "points_total": sweep.points_total,
+        "progress": round(sweep.progress, 4),
+        "error": sweep.error,
+    }
+
+
 def web_event_loop() -> asyncio.AbstractEventLoop | None:
     """The web server's event loop when called from a request's sync thread (None elsewhere).
 
@@ -46,14 +59,22 @@ def progress_push(run: Any, *, loop: asyncio.AbstractEventLoop | None = None) ->
 
     With `loop` (a running loop of another thread), the send runs on that loop.
     """
+    _push(run.owner_id, {"type": PROGRESS_TYPE, "run": run_state(run)}, loop, f"run {run.pk}")
+
+
+def sweep_push(sweep: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Send the sweep's state to its owner's group, as progress_push does for a run."""
+    _push(sweep.owner_id, {"type": SWEEP_TYPE, "sweep": sweep_state(sweep)}, loop, f"sweep {sweep.pk}")
+
+
+def _push(owner_id: int, message: dict[str, Any], loop: asyncio.AbstractEventLoop | None, what: str) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    message = {"type": PROGRESS_TYPE, "run": run_state(run)}
     try:
         if loop is not None and loop.is_running():
-            asyncio.run_coroutine_threadsafe(layer.group_send(backtest_group(run.owner_id), message), loop).result(5)
+            asyncio.run_coroutine_threadsafe(layer.group_send(backtest_group(owner_id), message), loop).result(5)
         else:
-            async_to_sync(layer.group_send)(backtest_group(run.owner_id), message)
+            async_to_sync(layer.group_send)(backtest_group(owner_id), message)
     except Exception:  # the saved state stands; the page also reads it when it (re)connects
-        log.warning("backtesting: could not push the progress of run %s", run.pk, exc_info=True)
+        log.warning("backtesting: could not push the progress of %s", what, exc_info=True)

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from backtesting.models import BacktestRun
+from backtesting.models import BacktestRun, BacktestSweep
 from core.fixed_point import SCALE
 
 User = AbstractBaseUser | AnonymousUser
@@ -66,3 +66,31 @@ def run_candles(run: BacktestRun, symbol: str) -> list[dict[str, Any]]:
             candle["low"] = min(candle["low"], value)
             candle["close"] = value
     return candles
+
+
+def sweeps_for_user(user: User) -> QuerySet[BacktestSweep]:
+    if not user.is_authenticated:
+        return BacktestSweep.objects.none()
+    sweeps = BacktestSweep.objects.select_related("owner")
+    if getattr(user, "is_superuser", False):
+        return sweeps
+    return sweeps.filter(owner_id=user.pk)
+
+
+# The columns of a sweep's table, in the order shown.
+SWEEP_COLUMNS = ("trades", "pnl", "pnl_pct", "fees", "win_rate", "profit_factor", "max_drawdown", "sharpe", "calmar")
+
+
+def sweep_rows(sweep: BacktestSweep) -> list[dict[str, Any]]:
+    """The stored results, best first, with the figures in SWEEP_COLUMNS order (None: not defined)."""
+    return [
+        {
+            "rank": rank,
+            "index": row["index"],
+            "params": row["params"],
+            "refused": row["refused"],
+            "cells": [(name, row["figures"].get(name)) for name in SWEEP_COLUMNS],
+            "value": row["figures"].get(sweep.metric),
+        }
+        for rank, row in enumerate(sweep.results or [], start=1)
+    ]

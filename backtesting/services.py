@@ -20,7 +20,7 @@ from celery import current_app
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
-from backtesting.models import BacktestRun, RunStatus
+from backtesting.models import BacktestRun, BacktestSweep, RunStatus
 from backtesting.push import progress_push, web_event_loop
 from backtesting.runner import run_filled_backtest
 from backtesting.simulated_account import SimulatedSettings
@@ -110,7 +110,7 @@ def _fixed(value: Decimal) -> int:
     return parse_fixed(format(value, "f"))
 
 
-def simulated_settings_of(run: BacktestRun) -> SimulatedSettings:
+def simulated_settings_of(run: BacktestRun | BacktestSweep) -> SimulatedSettings:
     return SimulatedSettings(
         capital=_fixed(run.capital),
         quantity=_fixed(run.quantity),

@@ -4,8 +4,11 @@ The same decisions as the live executor, on the same arithmetic (orders.money): 
 entry is refused while the account holds a position or a working entry on the
 instrument (`position_open`), when its quantity rounds to zero at the lot size
 (`quantity_zero`), or when its reservation (notional, the market price buffer, the fee
-reserve) exceeds the available capital (`insufficient_capital`). An exit closes what is
-open and not already being closed (`no_position`, `already_closing`). A reversal
+reserve) exceeds the available capital (`insufficient_capital`). An exit first cancels the
+position's working entry, then closes what is open and not already being closed
+(`no_position`, `already_closing`); an entry that had not filled at all leaves nothing
+to close (`no_position`). A closed trade's exit reason is its exit signal's kind
+(`EXIT_LONG`, `EXIT_SHORT`), as the site books it. A reversal
 (an entry of the other side while that side's exit works) waits for the exit's fill
 and is placed then (`after_exit_fill`), or is refused (`refuse`).
 
@@ -115,7 +118,8 @@ class SimulatedAccount:
 
     def signal(self, signal: Signal) -> str:
         """Decide `signal` as the executor does; return (and count) its outcome."""
-        outcome = self._entry(signal) if signal.is_entry else self._exit(signal)
+        # A closed trade's exit reason is its exit signal's kind (EXIT_LONG, ...), as the site books it.
+        outcome = self._entry(signal) if signal.is_entry else self._exit(signal, reason=signal.kind.value)
         self.outcomes[outcome] += 1
         return outcome
 
@@ -158,7 +162,16 @@ class SimulatedAccount:
 
     def _exit(self, signal: Signal, *, reason: str = "signal") -> str:
         position = self._positions.get(signal.symbol)
-        if position is None or position.side != _SIDE_OF[signal.kind] or position.quantity == 0:
+        if position is None or position.side != _SIDE_OF[signal.kind]:
+            return Outcome.NO_POSITION
+        # As the live exit flow: the position's working entry is cancelled first (its
+        # unfilled reservation released), then what has filled is closed; a position
+        # whose entry never filled ends empty.
+        for order in [o for o in self._orders if o.entry and o.symbol == signal.symbol]:
+            self.reserved_for_orders -= order.reserve - pro_rata(order.reserve, order.filled, order.quantity)
+            self._orders.remove(order)
+        if position.quantity == 0:
+            del self._positions[signal.symbol]
             return Outcome.NO_POSITION
         quantity = position.quantity - position.closing
         if quantity <= 0:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ METRICS: dict[str, bool] = {
     "max_drawdown": False,
 }
 MAX_POINTS = 10_000
+MONEY_FIGURES = ("pnl", "fees")
 
 
 class SweepError(ValueError):
@@ -109,15 +110,37 @@ def run_sweep(
     ticks: str,
     settings: SimulatedSettings,
     workers: int,
+    on_result: Callable[[SweepResult], None] = lambda result: None,
 ) -> list[SweepResult]:
-    """Run every point; `workers` processes (1: in this process, one after the other)."""
+    """Run every point in grid order; `workers` processes (1: in this process, one after the other).
+
+    `on_result` is called in this process with each point as it finishes (progress), in
+    the order they finish; the returned list is in grid order whatever that order was.
+    """
     if workers <= 1:
-        return [run_point(kind, i, p, ticks, settings) for i, p in enumerate(points)]
+        results = []
+        for i, p in enumerate(points):
+            results.append(run_point(kind, i, p, ticks, settings))
+            on_result(results[-1])
+        return results
     # Spawned workers start clean (no inherited connections, loops or threads); each sets Django up once.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=worker_setup) as pool:
         futures = [pool.submit(run_point, kind, i, p, ticks, settings) for i, p in enumerate(points)]
+        for future in as_completed(futures):
+            on_result(future.result())
         return [future.result() for future in futures]
+
+
+def result_as_json(result: SweepResult) -> dict[str, Any]:
+    """A point as JSON-ready values: money as exact decimal strings, ratios as floats."""
+    from core.fixed_point import fixed_to_str
+
+    figures = {
+        name: fixed_to_str(value) if name in MONEY_FIGURES and value is not None else value
+        for name, value in result.figures.items()
+    }
+    return {"index": result.index, "params": result.params, "refused": result.refused, "figures": figures}
 
 
 def ranked(results: Sequence[SweepResult], metric: str) -> list[SweepResult]:

@@ -14,10 +14,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from backtesting.forms import BacktestRunForm
 from backtesting.models import BacktestRun
 from backtesting.push import run_state
-from backtesting.selectors import run_candles, runs_for_user
+from backtesting.selectors import run_candles, runs_for_user, sweeps_for_user
 from backtesting.services import backtest_run_create
 
 RUNS_PER_PAGE = 20
+RECENT_SWEEPS = 10
 
 
 def _run(request: HttpRequest, pk: int) -> BacktestRun:
@@ -29,7 +30,8 @@ def _run(request: HttpRequest, pk: int) -> BacktestRun:
 def run_list(request: HttpRequest) -> HttpResponse:
     paginator = Paginator(runs_for_user(request.user), RUNS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
-    return render(request, "backtesting/run_list.html", {"page": page})
+    sweeps = sweeps_for_user(request.user)[:RECENT_SWEEPS]
+    return render(request, "backtesting/run_list.html", {"page": page, "sweeps": sweeps})
 
 
 @require_http_methods(["GET", "POST"])

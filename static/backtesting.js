@@ -126,6 +126,63 @@
     else if (status !== "failed") connect(0);
   }
 
+  // ---- one sweep: progress, then the table ---------------------------------------
+  const sweepCard = document.getElementById("sweep");
+  let sweepFinished = false;
+
+  function showSweep(state) {
+    if (!sweepCard || String(state.id) !== sweepCard.dataset.sweep) return;
+    const badge = document.getElementById("sweep-status");
+    badge.dataset.status = state.status;
+    badge.textContent = state.status.charAt(0).toUpperCase() + state.status.slice(1);
+    badge.className = `badge run-status status-${state.status}`;
+    document.getElementById("sweep-progress").value = state.progress;
+    document.getElementById("sweep-points").textContent = `${state.points_done} / ${state.points_total} points`;
+    document.getElementById("sweep-error").textContent = state.error || "";
+    if (state.status === "done" && !sweepFinished) loadSweepResult();
+  }
+
+  async function loadSweepResult() {
+    // The table is rendered by the server: fetch the page and swap its result part in.
+    sweepFinished = true;
+    const response = await fetch(window.location.pathname, { credentials: "same-origin" });
+    if (!response.ok) { sweepFinished = false; return; }
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    const fresh = page.getElementById("sweep-result");
+    if (fresh) document.getElementById("sweep-result").replaceWith(document.adoptNode(fresh));
+  }
+
+  function connectSweep(attempt) {
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${window.location.host}/ws/backtests/`);
+    socket.addEventListener("open", async () => {
+      sweepCard.dataset.socket = "live";
+      attempt = 0;
+      // Pushes sent before this socket joined are not replayed: read the state once.
+      const response = await fetch(sweepCard.dataset.stateUrl, { credentials: "same-origin" });
+      if (response.ok) showSweep(await response.json());
+    });
+    socket.addEventListener("message", (event) => {
+      const message = JSON.parse(event.data);
+      if (message.type === "backtest.sweep") {
+        sweepCard.dataset.pushes = String(Number(sweepCard.dataset.pushes || 0) + 1);
+        showSweep(message.sweep);
+      }
+    });
+    socket.addEventListener("close", (event) => {
+      sweepCard.dataset.socket = "closed";
+      if (event.code === 4401 || sweepFinished) return;
+      const delay = Math.min(30000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
+      setTimeout(() => connectSweep(attempt + 1), delay);
+    });
+  }
+
+  if (sweepCard) {
+    const status = document.getElementById("sweep-status").dataset.status;
+    if (status === "done") sweepFinished = true;
+    else if (status !== "failed") connectSweep(0);
+  }
+
   // ---- comparison ----------------------------------------------------------------
   const colors = ["#4da3ff", "#f5a623"];
   document.querySelectorAll(".compare-equity").forEach((box, n) => drawEquity(box, readJson(box.dataset.source), colors[n % 2]));

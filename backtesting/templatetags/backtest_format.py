@@ -26,3 +26,16 @@ def pct(value: float | None) -> str:
 @register.filter
 def ratio(value: float | None) -> str:
     return "-" if value is None else f"{float(value):.3f}"
+
+
+@register.filter
+def sweep_cell(cell: tuple[str, object]) -> str:
+    """One figure of a sweep's table: money as its exact string, shares as %, other ratios as `ratio`."""
+    name, value = cell
+    if value is None:
+        return "-"
+    if name in ("win_rate", "max_drawdown", "pnl_pct") and isinstance(value, int | float):
+        return pct(value)
+    if isinstance(value, float):
+        return ratio(value)
+    return str(value)

@@ -60,3 +60,28 @@ def queued_run(owner: Any, instrument: Instrument, **changes: Any) -> BacktestRu
     """A queued run stored without being started (the test starts it)."""
     request = run_request(instrument, **changes)
     return BacktestRun.objects.create(owner=owner, **vars(request))
+
+
+def record_walk_ticks(instrument: Instrument | None = None, *, count: int = 1_500) -> Instrument:
+    """A seeded random walk (about 25 minutes from START): EMA crossings that differ with the periods."""
+    import random
+
+    instrument = instrument or make_instrument()
+    rng = random.Random(7)
+    price, ts = 100.0, START_NS
+    rows = []
+    for n in range(count):
+        price *= 1 + rng.gauss(0, 0.002)
+        ts += rng.randint(100, 2_000) * 1_000_000
+        rows.append(
+            Tick(
+                instrument=instrument,
+                ts_event=ts,
+                ts_recv=ts,
+                price=parse_fixed(f"{price:.2f}"),
+                volume=parse_fixed(str(rng.randint(1, 40) / 10)),
+                trade_id=str(n + 1),
+            )
+        )
+    Tick.objects.bulk_create(rows)
+    return instrument

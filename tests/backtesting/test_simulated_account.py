@@ -120,6 +120,27 @@ def test_a_reversal_enters_the_other_side_once_the_exit_has_filled() -> None:
     assert dict(stopped.outcomes) == {"placed": 2, "stopped": 1}
 
 
+def test_an_exit_cancels_the_working_entry_and_closes_what_has_filled() -> None:
+    # As the live exit flow: the unfilled rest of the entry is cancelled (its reservation
+    # released), the filled part is closed; an entry with no fill leaves nothing to close.
+    acc = account()
+    acc.signal(signal(SignalKind.ENTRY_LONG, 0, "100"))
+    acc.tick(tick(1, "100", volume="0.5"))  # 0.5 of 2 filled
+    assert acc.signal(signal(SignalKind.EXIT_LONG, 1, "100")) == "placed"
+    assert acc.reserved_for_orders == 0
+    acc.tick(tick(2, "110"))  # the exit fills 0.5; the entry's rest never does
+    (trade,) = acc.closed
+    assert trade.quantity == d("0.5") and trade.exit_reason == "EXIT_LONG"
+    assert acc.open_positions == 0 and acc.reserved_for_positions == 0
+    unfilled = account()
+    unfilled.signal(signal(SignalKind.ENTRY_SHORT, 0, "100"))
+    assert unfilled.signal(signal(SignalKind.EXIT_SHORT, 0, "100")) == "no_position"
+    assert unfilled.reserved_for_orders == 0 and unfilled.open_positions == 0
+    unfilled.tick(tick(1, "100"))
+    assert unfilled.fills == 0
+    assert unfilled.signal(signal(SignalKind.ENTRY_LONG, 1, "100")) == "placed"  # the instrument is free again
+
+
 def test_latency_delays_the_first_fill() -> None:
     acc = account(latency_ns=5 * MS)
     acc.signal(signal(SignalKind.ENTRY_LONG, 0, "100"))
