@@ -15,14 +15,14 @@ from django.db.models import Model
 
 # Sessions change on login; login throttling (axes) counts attempts by design.
 UNWATCHED_MODELS = {"sessions.Session"}
-UNWATCHED_APPS = {"axes"}
+UNWATCHED_APPS = frozenset({"axes"})
 # A login stamps last_login; that is the login, not the input under test.
-UNWATCHED_COLUMNS = {"last_login"}
+UNWATCHED_COLUMNS = frozenset({"last_login"})
 
 Contents = dict[str, tuple[int, str]]
 
 
-def _watched_models() -> list[type[Model]]:
+def _watched_models(unwatched_apps: frozenset[str]) -> list[type[Model]]:
     # Auto-created many-to-many tables too: a group or permission set is data a form writes.
     return [
         model
@@ -30,15 +30,15 @@ def _watched_models() -> list[type[Model]]:
         if not model._meta.proxy
         and model._meta.managed
         and model._meta.label not in UNWATCHED_MODELS
-        and model._meta.app_label not in UNWATCHED_APPS
+        and model._meta.app_label not in unwatched_apps
     ]
 
 
-def _table_select(model: type[Model]) -> str:
+def _table_select(model: type[Model], unwatched_columns: frozenset[str]) -> str:
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     pk = quote(model._meta.pk.column)  # type: ignore[union-attr]
-    columns = [quote(f.column) for f in model._meta.concrete_fields if f.column not in UNWATCHED_COLUMNS]
+    columns = [quote(f.column) for f in model._meta.concrete_fields if f.column not in unwatched_columns]
     label = model._meta.label.replace("'", "''")
     if connection.vendor == "postgresql":
         row = f"ROW({', '.join(columns)})::text"
@@ -47,14 +47,18 @@ def _table_select(model: type[Model]) -> str:
     return f"SELECT '{label}', COUNT(*), group_concat(r, char(10)) FROM (SELECT {row} AS r FROM {table} ORDER BY {pk})"
 
 
-_STATEMENT: dict[str, str] = {}
+_STATEMENT: dict[tuple[str, frozenset[str], frozenset[str]], str] = {}
 
 
-def database_contents() -> Contents:
+def database_contents(
+    *, unwatched_apps: frozenset[str] = UNWATCHED_APPS, unwatched_columns: frozenset[str] = UNWATCHED_COLUMNS
+) -> Contents:
     """Every watched table's row count and rows, read in one statement."""
-    statement = _STATEMENT.get(connection.vendor)
+    key = (connection.vendor, unwatched_apps, unwatched_columns)
+    statement = _STATEMENT.get(key)
     if statement is None:
-        statement = _STATEMENT[connection.vendor] = " UNION ALL ".join(map(_table_select, _watched_models()))
+        selects = (_table_select(model, unwatched_columns) for model in _watched_models(unwatched_apps))
+        statement = _STATEMENT[key] = " UNION ALL ".join(selects)
     with connection.cursor() as cursor:
         cursor.execute(statement)
         return {label: (count, rows or "") for label, count, rows in cursor.fetchall()}
