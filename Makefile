@@ -49,7 +49,7 @@ lint: install-dev
 
 test: install-dev lint suite
 
-# The suite alone (CI lints once, then runs it on both databases side by side).
+# The suite alone (CI lints once, then runs it on each database in turn).
 # Exit code 5 means pytest collected nothing: that is a failure here, never a pass.
 suite: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \

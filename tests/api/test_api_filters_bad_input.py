@@ -9,17 +9,16 @@ FilterSet is fed the whole corpus.
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import quote
 
 import pytest
-from django.apps import apps
 from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, resolve
 
 from api.urls import router
 from tests.api.test_api import Trader, traders  # noqa: F401  (fixture: two users with orders, fills, prompts)
+from tests.security.database_contents import Contents, database_contents
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,14 +67,9 @@ def path_of(pattern: URLPattern, *, pk: str = "", fmt: str = "") -> str:
     return "/api/" + text
 
 
-def snapshot() -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every model of the site's apps (the tests' databases are small)."""
-    rows: dict[str, list[tuple[Any, ...]]] = {}
-    for model in apps.get_models():
-        if model._meta.app_label in {"sessions", "axes", "admin"}:
-            continue
-        rows[model._meta.label] = sorted(map(repr, model.objects.values_list()))  # type: ignore[arg-type]
-    return rows
+def snapshot() -> Contents:
+    """Every row of every model of the site's apps, read in one statement (tests.security.database_contents)."""
+    return database_contents(unwatched_apps=frozenset({"sessions", "axes", "admin"}), unwatched_columns=frozenset())
 
 
 def filter_names(pattern: URLPattern) -> list[str]:

@@ -173,6 +173,7 @@ def test_a_loop_this_deployment_does_not_run_is_null_not_failing() -> None:
     )
 
 
+@pytest.mark.embedded_site  # the runfeed process runs on its own VAR_DIR's SQLite in every pass
 def test_a_runfeed_process_serves_its_own_metrics_endpoint(tmp_path: Path) -> None:
     import socket
     import urllib.request
@@ -190,10 +191,12 @@ def test_a_runfeed_process_serves_its_own_metrics_endpoint(tmp_path: Path) -> No
     env.update(
         {"VAR_DIR": str(tmp_path / "var"), "RUNTIME_METRICS_PORT": str(port), "DEMO_PASSWORD": "pw-long-enough-123"}
     )
-    for args in (["migrate", "--noinput", "-v0"], ["loaddemo"]):
-        subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=180, capture_output=True
-        )
+    from tests.helpers_migrated import migrated_var_dir
+
+    migrated_var_dir(env["VAR_DIR"])
+    subprocess.run(
+        [sys.executable, "manage.py", "loaddemo"], cwd=ROOT, env=env, check=True, timeout=180, capture_output=True
+    )
     feed = subprocess.Popen(
         [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
         cwd=ROOT,

@@ -12,17 +12,21 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import chromium_path
 from tests.helpers import wait_site_ready
+from tests.helpers_migrated import migrated_var_dir
 from tests.recovery.fake_upstox_auth import DIALOG_PATH, TOKEN_PATH, FakeUpstoxAuth
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,9 +44,13 @@ PASSWORD = "e2e-password-4242"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every browser test needs chromium: without it they skip, or fail under REQUIRE_SERVICES=1.
+    # The `site` fixture's site is always the embedded default; a test that hands its site
+    # Redis (needs_redis) depends on the pass it runs in.
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.needs_chromium)
+            if item.get_closest_marker("needs_redis") is None:
+                item.add_marker(pytest.mark.embedded_site)
 
 
 def free_port() -> int:
@@ -65,6 +73,11 @@ class Site:
         )
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
+
+    def sql(self, query: str, *params: object) -> list[tuple[Any, ...]]:
+        """Read the site's own SQLite database in this process (a `manage.py shell` costs a Django start)."""
+        with closing(sqlite3.connect(Path(self.env["VAR_DIR"]) / "db.sqlite3", timeout=30)) as connection:
+            return connection.execute(query, params).fetchall()
 
 
 @pytest.fixture(scope="package")
@@ -92,9 +105,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             "UPSTOX_TOKEN_URL": fake.url + TOKEN_PATH,
         }
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=600
-    )
+    migrated_var_dir(var_dir)
     setup = (
         "import django; django.setup(); from tests.e2e.site_setup import main; "
         f"main({str(var_dir)!r}, {PASSWORD!r}, {int(time.time() * 1000)})"

@@ -23,6 +23,7 @@ from django.conf import settings
 from tests.e2e.conftest import ARTIFACTS, PASSWORD, ROOT, free_port, screenshot
 from tests.fakes.tabdeal import FakeTabdeal
 from tests.helpers import wait_site_ready
+from tests.helpers_migrated import migrated_var_dir
 
 pytestmark = pytest.mark.needs_redis
 
@@ -92,7 +93,7 @@ def depth_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DepthSite]:
     )
     with ThreadedFakeTabdeal() as venue:
         venue.do(venue.fake.set_book, BTC, [("96712.40", "0.015"), ("96712.3", "1.2")], [("96712.5", "0.8")])
-        _manage(env, "migrate", "--noinput", "-v0")
+        migrated_var_dir(var_dir)
         added = _manage(
             env,
             *("feed", "add", "tab", "--venue", "tabdeal", "--symbols", BTC),

@@ -33,14 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Request, Response
+from websockets.http11 import Response
+
+from tests.fakes.venue_server import FakeVenueServer, VenueStats, json_response
 
 MAX_WINDOW_MS = 3_600_000
 MAX_LIMIT = 1000
@@ -127,20 +128,20 @@ class _Subscriber:
 
 
 @dataclass
-class FakeVenueStats:
-    connections: int = 0
-    refused: int = 0
-    closed_by_fault: int = 0
+class FakeVenueStats(VenueStats):
     garbage_frames: int = 0
-    rest_requests: int = 0
-    rest_refused: int = 0
     exchange_info_requests: int = 0
     subscribe_messages: int = 0
     injected_frames: int = 0
 
 
-class FakeBinanceUsdm:
+class FakeBinanceUsdm(FakeVenueServer[_Subscriber]):
     """The fake venue. Start with `async with`, then `release_all()` or `play(rate)`."""
+
+    stream_path = "/market/stream"
+    rest_prefix = "/fapi/"
+    rest_down_body: ClassVar[dict[str, Any]] = {"code": -1001, "msg": "Internal error"}
+    stats: FakeVenueStats
 
     def __init__(
         self,
@@ -153,22 +154,16 @@ class FakeBinanceUsdm:
         server_ping_interval_s: float | None = None,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
+        super().__init__(host=host, port=port)
         self.tape = list(tape)
         self.executed: list[ExecutedTrade] = []
         self._outbox: list[_Outgoing] = []  # what connections are sent, trades and injected frames
         self._by_symbol: dict[str, list[ExecutedTrade]] = {}
-        self._host, self._port = host, port
         self._retention_ms = int(retention_s * 1000)
         self._max_age_s = max_connection_age_s
         self._ping_interval_s = server_ping_interval_s
         self._clock_ms = clock_ms
-        self._server: Server | None = None
-        self._subscribers: set[_Subscriber] = set()
-        # Fire-and-forget fault tasks, held until done: the loop keeps only weak references.
-        self._fault_tasks: set[asyncio.Future[Any]] = set()
         self._released = asyncio.Event()
-        self._refuse = False
-        self._rest_down = False
         self._metadata_down = False
         # Symbols exchangeInfo lists; None = every symbol of the tape.
         self.listed: set[str] | None = None
@@ -178,44 +173,15 @@ class FakeBinanceUsdm:
 
     # --- lifecycle -------------------------------------------------------------------
 
-    async def __aenter__(self) -> FakeBinanceUsdm:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        self._server = await serve(
-            self._handle,
-            self._host,
-            self._port,
-            process_request=self._process_request,
-            ping_interval=self._ping_interval_s,
-            max_queue=None,
-            compression=None,
-            close_timeout=1,
-        )
-        self._port = self._server.sockets[0].getsockname()[1]
+    def _serve_options(self) -> dict[str, Any]:
+        return {"ping_interval": self._ping_interval_s, "max_queue": None, "compression": None, "close_timeout": 1}
 
     async def stop(self) -> None:
         if self._play_task is not None:
             self._play_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._play_task
-        for sub in list(self._subscribers):
-            sub.connection.transport.abort()  # half-open ones would never finish a close handshake
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://{self._host}:{self._port}"
-
-    @property
-    def rest_url(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        await super().stop()
 
     # --- the market ------------------------------------------------------------------
 
@@ -265,19 +231,6 @@ class FakeBinanceUsdm:
 
     # --- fault knobs -----------------------------------------------------------------
 
-    def _spawn_fault(self, step: Any) -> None:
-        task = asyncio.ensure_future(step)
-        self._fault_tasks.add(task)
-        task.add_done_callback(self._fault_tasks.discard)
-
-    def close_connections(self) -> int:
-        """Close every open connection (as a venue restart would); return how many."""
-        subscribers = list(self._subscribers)
-        for sub in subscribers:
-            self.stats.closed_by_fault += 1
-            self._spawn_fault(sub.connection.close(1001, "going away"))
-        return len(subscribers)
-
     def go_silent(self) -> None:
         """Stop sending data on every open connection; pings are still answered."""
         for sub in self._subscribers:
@@ -292,24 +245,14 @@ class FakeBinanceUsdm:
     def send_garbage(self) -> None:
         for sub in self._subscribers:
             self.stats.garbage_frames += 1
-            self._spawn_fault(self._send_quietly(sub.connection, '{"stream":"btcusdt@aggTrade","data":{"e":'))
-
-    def refuse_connections(self, refuse: bool = True) -> None:
-        self._refuse = refuse
+            self._spawn(self._send_quietly(sub.connection, '{"stream":"btcusdt@aggTrade","data":{"e":'))
 
     def slow_down(self, delay_s: float) -> None:
         """Wait `delay_s` before each frame (0 = full speed)."""
         self._delay_s = delay_s
 
-    def rest_down(self, down: bool = True) -> None:
-        self._rest_down = down
-
     def metadata_down(self, down: bool = True) -> None:
         self._metadata_down = down
-
-    @property
-    def open_connections(self) -> int:
-        return len(self._subscribers)
 
     def subscribed_streams(self) -> set[str]:
         """Every stream some open connection is subscribed to ("btcusdt@aggTrade")."""
@@ -317,22 +260,12 @@ class FakeBinanceUsdm:
 
     # --- websocket -------------------------------------------------------------------
 
-    async def _handle(self, connection: ServerConnection) -> None:
-        self.stats.connections += 1
+    def _open(self, connection: ServerConnection) -> tuple[_Subscriber, list[asyncio.Task[None]]]:
         sub = _Subscriber(connection, cursor=len(self._outbox))
         query = parse_qs(urlsplit(connection.request.path).query)  # type: ignore[union-attr]
         for names in query.get("streams", []):
             sub.streams.update(name for name in names.split("/") if name)
-        self._subscribers.add(sub)
-        sender = asyncio.create_task(self._send_loop(sub))
-        try:
-            async for message in connection:
-                await self._on_message(sub, message)
-        except ConnectionClosed:
-            pass
-        finally:
-            self._subscribers.discard(sub)
-            sender.cancel()
+        return sub, [asyncio.create_task(self._send_loop(sub))]
 
     async def _on_message(self, sub: _Subscriber, message: str | bytes) -> None:
         try:
@@ -401,45 +334,22 @@ class FakeBinanceUsdm:
         except ConnectionClosed:
             return False
 
-    @staticmethod
-    async def _send_quietly(connection: ServerConnection, frame: str | bytes) -> bool:
-        try:
-            await connection.send(frame)
-            return True
-        except ConnectionClosed:
-            return False
+    # --- REST ------------------------------------------------------------------------
 
-    # --- HTTP: the handshake gate and REST -------------------------------------------
-
-    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        path = urlsplit(request.path).path
-        if path.startswith("/fapi/"):
-            return self._rest(connection, request)
-        if path != "/market/stream":
-            return connection.respond(HTTPStatus.NOT_FOUND, "no such stream path\n")
-        if self._refuse:
-            self.stats.refused += 1
-            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "refused by fault injection\n")
-        return None
-
-    def _rest(self, connection: ServerConnection, request: Request) -> Response:
-        self.stats.rest_requests += 1
-        parts = urlsplit(request.path)
-        if self._rest_down:
-            self.stats.rest_refused += 1
-            return self._json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"})
-        if parts.path == "/fapi/v1/exchangeInfo":
+    def _rest_route(self, connection: ServerConnection, path: str, query: dict[str, str]) -> Response:
+        if path == "/fapi/v1/exchangeInfo":
             self.stats.exchange_info_requests += 1
             if self._metadata_down:
-                return self._json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"})
-            return self._json(connection, HTTPStatus.OK, self._exchange_info())
-        if parts.path != "/fapi/v1/aggTrades":
-            return self._json(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+                return json_response(
+                    connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1001, "msg": "Internal error"}
+                )
+            return json_response(connection, HTTPStatus.OK, self._exchange_info())
+        if path != "/fapi/v1/aggTrades":
+            return json_response(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
         try:
-            return self._json(connection, HTTPStatus.OK, self._agg_trades(query))
+            return json_response(connection, HTTPStatus.OK, self._agg_trades(query))
         except ValueError as exc:
-            return self._json(connection, HTTPStatus.BAD_REQUEST, {"code": -1127, "msg": str(exc)})
+            return json_response(connection, HTTPStatus.BAD_REQUEST, {"code": -1127, "msg": str(exc)})
 
     def _exchange_info(self) -> dict[str, Any]:
         symbols = self.listed if self.listed is not None else {trade.symbol for trade in self.tape}
@@ -503,14 +413,3 @@ class FakeBinanceUsdm:
             if len(rows) == limit and filtered:
                 break
         return rows if filtered else rows[-limit:]
-
-    @staticmethod
-    def _json(connection: ServerConnection, status: HTTPStatus, body: object) -> Response:
-        response = connection.respond(status, "")
-        payload = json.dumps(body, separators=(",", ":")).encode()
-        headers = Headers(
-            [(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")]
-        )
-        headers["Content-Type"] = "application/json"
-        headers["Content-Length"] = str(len(payload))
-        return Response(status.value, status.phrase, headers, payload)

@@ -24,7 +24,6 @@ frame sent in order between the trades to every subscriber), `refuse_connections
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import random
 import time
@@ -32,13 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http import HTTPStatus
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, ClassVar
 
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request, Response
+from websockets.http11 import Response
+
+from tests.fakes.venue_server import FakeVenueServer, VenueStats, json_response, json_text_response
 
 MAX_WINDOW_MS = 3_600_000
 MAX_LIMIT = 1000
@@ -103,20 +102,20 @@ class _Subscriber:
 
 
 @dataclass
-class FakeDzengiStats:
-    connections: int = 0
-    refused: int = 0
-    closed_by_fault: int = 0
+class FakeDzengiStats(VenueStats):
     closed_for_no_ping: int = 0
     subscribe_messages: int = 0
     pings: int = 0
-    rest_requests: int = 0
-    rest_refused: int = 0
     injected_frames: int = 0
 
 
-class FakeDzengi:
+class FakeDzengi(FakeVenueServer[_Subscriber]):
     """The fake venue. Start with `async with`, then `release(n)`."""
+
+    stream_path = "/connect"
+    rest_prefix = "/api/"
+    rest_down_body: ClassVar[dict[str, Any]] = {"code": -1000, "msg": "Internal error"}
+    stats: FakeDzengiStats
 
     def __init__(
         self,
@@ -126,50 +125,20 @@ class FakeDzengi:
         ping_deadline_s: float | None = 30.0,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
+        super().__init__(host=host)
         self.tape = list(tape)
         self.executed: list[ExecutedTrade] = []
         self._outbox: list[_Outgoing] = []
         self._by_symbol: dict[str, list[ExecutedTrade]] = {}
-        self._host, self._port = host, 0
         self._ping_deadline_s = ping_deadline_s
         self._clock_ms = clock_ms
-        self._server: Server | None = None
-        self._subscribers: set[_Subscriber] = set()
-        self._tasks: set[asyncio.Future[Any]] = set()
         self._released = asyncio.Event()
-        self._refuse = False
-        self._rest_down = False
         self.rest_queries: list[dict[str, str]] = []
         self.stats = FakeDzengiStats()
 
-    async def __aenter__(self) -> FakeDzengi:
-        self._server = await serve(
-            self._handle,
-            self._host,
-            0,
-            process_request=self._process_request,
-            ping_interval=None,  # the venue relies on the client's pings
-            max_queue=None,
-            compression=None,
-            close_timeout=1,
-        )
-        self._port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        for sub in list(self._subscribers):
-            sub.connection.transport.abort()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://{self._host}:{self._port}"
-
-    @property
-    def rest_url(self) -> str:
-        return f"http://{self._host}:{self._port}"
+    def _serve_options(self) -> dict[str, Any]:
+        # The venue relies on the client's pings.
+        return {"ping_interval": None, "max_queue": None, "compression": None, "close_timeout": 1}
 
     @property
     def finished(self) -> bool:
@@ -199,16 +168,6 @@ class FakeDzengi:
 
     # --- fault knobs -----------------------------------------------------------------
 
-    def _spawn(self, step: Any) -> None:
-        task = asyncio.ensure_future(step)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def close_connections(self) -> None:
-        for sub in list(self._subscribers):
-            self.stats.closed_by_fault += 1
-            self._spawn(sub.connection.close(1001, "going away"))
-
     def go_silent(self) -> None:
         for sub in self._subscribers:
             sub.silent = True
@@ -218,34 +177,14 @@ class FakeDzengi:
             sub.silent = True
             sub.connection.transport.pause_reading()
 
-    def refuse_connections(self, refuse: bool = True) -> None:
-        self._refuse = refuse
-
-    def rest_down(self, down: bool = True) -> None:
-        self._rest_down = down
-
-    @property
-    def open_connections(self) -> int:
-        return len(self._subscribers)
-
     # --- websocket -------------------------------------------------------------------
 
-    async def _handle(self, connection: ServerConnection) -> None:
-        self.stats.connections += 1
+    def _open(self, connection: ServerConnection) -> tuple[_Subscriber, list[asyncio.Task[None]]]:
         sub = _Subscriber(connection, cursor=len(self._outbox))
-        self._subscribers.add(sub)
         tasks = [asyncio.create_task(self._send_loop(sub))]
         if self._ping_deadline_s is not None:
             tasks.append(asyncio.create_task(self._ping_watch(sub, self._ping_deadline_s)))
-        try:
-            async for message in connection:
-                await self._on_message(sub, message)
-        except ConnectionClosed:
-            pass
-        finally:
-            self._subscribers.discard(sub)
-            for task in tasks:
-                task.cancel()
+        return sub, tasks
 
     async def _ping_watch(self, sub: _Subscriber, deadline_s: float) -> None:
         while True:
@@ -312,40 +251,21 @@ class FakeDzengi:
                     return
             await asyncio.sleep(0)
 
-    @staticmethod
-    async def _send(sub: _Subscriber, body: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            await sub.connection.send(json.dumps(body, separators=(",", ":")))
+    async def _send(self, sub: _Subscriber, body: dict[str, Any]) -> None:
+        await self._send_quietly(sub.connection, json.dumps(body, separators=(",", ":")))
 
-    # --- HTTP: the handshake gate and REST -------------------------------------------
+    # --- REST ------------------------------------------------------------------------
 
-    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        path = urlsplit(request.path).path
-        if path.startswith("/api/"):
-            return self._rest(connection, request)
-        if path != "/connect":
-            return connection.respond(HTTPStatus.NOT_FOUND, "no such path\n")
-        if self._refuse:
-            self.stats.refused += 1
-            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "refused by fault injection\n")
-        return None
-
-    def _rest(self, connection: ServerConnection, request: Request) -> Response:
-        self.stats.rest_requests += 1
-        parts = urlsplit(request.path)
-        if self._rest_down:
-            self.stats.rest_refused += 1
-            return _json(connection, HTTPStatus.SERVICE_UNAVAILABLE, {"code": -1000, "msg": "Internal error"})
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        if parts.path in ("/api/v1/exchangeInfo", "/api/v2/exchangeInfo"):
-            return _json(connection, HTTPStatus.OK, self._exchange_info())
-        if parts.path not in ("/api/v1/aggTrades", "/api/v2/aggTrades"):
-            return _json(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
+    def _rest_route(self, connection: ServerConnection, path: str, query: dict[str, str]) -> Response:
+        if path in ("/api/v1/exchangeInfo", "/api/v2/exchangeInfo"):
+            return json_response(connection, HTTPStatus.OK, self._exchange_info())
+        if path not in ("/api/v1/aggTrades", "/api/v2/aggTrades"):
+            return json_response(connection, HTTPStatus.NOT_FOUND, {"code": -1000, "msg": "not served by the fake"})
         self.rest_queries.append(query)
         try:
-            return _json_text(connection, HTTPStatus.OK, self._agg_trades(query))
+            return json_text_response(connection, HTTPStatus.OK, self._agg_trades(query))
         except ValueError as exc:
-            return _json(connection, HTTPStatus.BAD_REQUEST, {"code": -1128, "msg": str(exc)})
+            return json_response(connection, HTTPStatus.BAD_REQUEST, {"code": -1128, "msg": str(exc)})
 
     def _exchange_info(self) -> dict[str, Any]:
         return {
@@ -390,18 +310,3 @@ class FakeDzengi:
             for e in rows
         )
         return f"[{body}]"
-
-
-def _json(connection: ServerConnection, status: HTTPStatus, body: object) -> Response:
-    return _json_text(connection, status, json.dumps(body, separators=(",", ":")))
-
-
-def _json_text(connection: ServerConnection, status: HTTPStatus, text: str) -> Response:
-    response = connection.respond(status, "")
-    payload = text.encode()
-    headers = Headers(
-        [(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")]
-    )
-    headers["Content-Type"] = "application/json"
-    headers["Content-Length"] = str(len(payload))
-    return Response(status.value, status.phrase, headers, payload)

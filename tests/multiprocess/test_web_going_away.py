@@ -20,8 +20,11 @@ import pytest
 import websockets
 
 from tests.helpers import async_eventually, eventually
+from tests.helpers_migrated import migrated_var_dir
 
 ROOT = Path(__file__).resolve().parents[2]
+# The web processes run on their own VAR_DIR's SQLite and in-memory layer in every pass.
+pytestmark = pytest.mark.embedded_site
 
 SESSION = """
 import django, json; django.setup()
@@ -48,7 +51,7 @@ def site_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], 
     var_dir = tmp_path_factory.mktemp("going-away")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     env["VAR_DIR"] = str(var_dir)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
+    migrated_var_dir(var_dir)
     out = subprocess.run(
         [sys.executable, "-c", SESSION],
         cwd=ROOT,

@@ -28,6 +28,7 @@ from orders.lifecycle import IntentSpec, intent_create, lifecycle_persist
 from orders.models import AuditEvent, Fill, OrderIntent, Position
 from orders.startup import EntryControls, OrdersHubs, orders_startup_tasks
 from tests.helpers import eventually
+from tests.helpers_migrated import migrated_var_dir
 from tests.orders.factories import make_setup, tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -166,9 +167,10 @@ SITE_STATUS = {
 
 
 @pytest.mark.timeout(420)  # three Django starts and a live feed; slow on a shared 2-core machine
+@pytest.mark.embedded_site  # its processes run on their own VAR_DIR's SQLite in every pass
 def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_brokers(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    _run(env, "manage.py", "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     _run(env, "manage.py", "loaddemo")
     account = _run(env, "-c", FAST_STRATEGY).strip()
     db = tmp_path / "var" / "db.sqlite3"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import eventually
+from tests.helpers_migrated import migrated_var_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = ROOT / "examples" / "strategy-plugin"
@@ -64,10 +65,11 @@ def _count(db: Path, sql: str, *params: object) -> int:
         return int(connection.execute(sql, params).fetchone()[0])
 
 
+@pytest.mark.embedded_site  # its processes run on their own VAR_DIR's SQLite in every pass
 @pytest.mark.timeout(420)  # four Django starts and a live feed; slow on a shared 2-core machine
 def test_a_plugin_kind_trades_live_on_the_simulated_venue_and_backtests(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    _run(env, "manage.py", "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     _run(env, "manage.py", "loaddemo")
     strategy_id = int(_run(env, "-c", SETUP).strip())
     db = tmp_path / "var" / "db.sqlite3"

@@ -2,7 +2,7 @@
 
 Each value goes into every field of a form at once (as a superuser, who is offered every
 form). The rule: never a 500; and a refused submission (anything but the redirect of a
-save) changes nothing in the database, compared row by row. Each case runs in a
+save) changes nothing in the database, compared row by row (tests.security.database_contents). Each case runs in a
 rolled-back transaction on one shared world.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.contrib import admin
 from django.test import Client
 
+from tests.security.database_contents import Contents, changed_tables, database_contents
 from tests.security.tenant_world import World, live_db_fixture, world_fixture  # noqa: F401  (the fixtures)
 
 DEEP = "[" * 3000 + "]" * 3000
@@ -48,29 +48,19 @@ CORPUS: dict[str, str] = {
 STEERING = {"csrfmiddlewaretoken", "_save", "_continue", "_addanother", "_saveasnew", "action", "select_across"}
 
 
-def snapshot() -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every model but sessions (a login writes one), in a comparable form."""
-    rows = {}
-    for model in apps.get_models():
-        # Sessions change on login; login-throttling records count attempts by design.
-        if model._meta.label == "sessions.Session" or model._meta.app_label == "axes" or model._meta.proxy:
-            continue
-        # A login stamps last_login; that is the login, not the input under test.
-        names = [f.attname for f in model._meta.concrete_fields if f.attname != "last_login"]
-        rows[model._meta.label] = sorted(
-            (tuple(repr(value) for value in row) for row in model._default_manager.values_list(*names)), key=repr
-        )
-    return rows
+_WORLD: list[Contents] = []
 
 
-_WORLD: list[dict[str, list[tuple[Any, ...]]]] = []
-
-
-def world_snapshot() -> dict[str, list[tuple[Any, ...]]]:
-    """The world's snapshot, taken once: every test rolls back to the same world."""
+def world_contents() -> Contents:
+    """The world's contents, read once: every test rolls back to the same world."""
     if not _WORLD:
-        _WORLD.append(snapshot())
+        _WORLD.append(database_contents())
     return _WORLD[0]
+
+
+def assert_unchanged(before: Contents, what: str) -> None:
+    after = database_contents()
+    assert after == before, f"{what} changed the database: {', '.join(changed_tables(before, after))}"
 
 
 def _admin_views() -> Iterator[tuple[str, str]]:
@@ -123,12 +113,12 @@ def test_the_corpus_covers_every_registered_admin() -> None:
 def test_admin_refuses_bad_input_cleanly(world: World, root: Client, label: str, view: str, value_name: str) -> None:
     url = _url(world, label, view)
     names = _form_fields(root, url) or ["name"]  # a refused form still gets a POST
-    before = world_snapshot()
+    before = world_contents()
     response = root.post(url, dict.fromkeys(names, CORPUS[value_name]) | {"_save": "Save"})
     assert response.status_code != 500, f"POST {url} with {value_name}: 500"
     assert response.status_code in (200, 302, 400, 403), f"POST {url} with {value_name}: {response.status_code}"
     if response.status_code != 302:
-        assert snapshot() == before, f"POST {url} with {value_name} was refused but changed the database"
+        assert_unchanged(before, f"POST {url} with {value_name} was refused but")
 
 
 # --- the site's own forms ----------------------------------------------------------------
@@ -170,11 +160,11 @@ def test_site_forms_refuse_bad_input_cleanly(live_db: World, form_name: str, val
     value = CORPUS[value_name]
     url = url.format(**world.ids, value="{value}").replace("{value}", value[:200])
     client = world.client(role, raise_request_exception=False)
-    before = snapshot()
+    before = database_contents()
     response = client.post(url, dict.fromkeys(fields, value))
     assert response.status_code != 500, f"{form_name} with {value_name}: 500"
     assert response.status_code < 500, f"{form_name} with {value_name}: {response.status_code}"
-    assert snapshot() == before, f"{form_name} with {value_name} changed the database"
+    assert_unchanged(before, f"{form_name} with {value_name}")
 
 
 @pytest.mark.django_db
@@ -183,7 +173,7 @@ def test_the_oauth_callback_refuses_bad_input_cleanly(live_db: World, value_name
     world = live_db
     client = world.client("owner", raise_request_exception=False)
     value = CORPUS[value_name][:5000]
-    before = snapshot()
+    before = database_contents()
     for params in (
         {"code": value, "state": value},
         {"code": value, "state": world.ids["recovery_token"]},
@@ -191,4 +181,4 @@ def test_the_oauth_callback_refuses_bad_input_cleanly(live_db: World, value_name
     ):
         response = client.get("/recovery/callback/upstox", params)
         assert response.status_code in (400, 409, 429), f"callback with {value_name}: {response.status_code}"
-    assert snapshot() == before
+    assert_unchanged(before, f"the callback with {value_name}")

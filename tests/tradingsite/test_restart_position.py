@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers import eventually
+from tests.helpers_migrated import migrated_var_dir
 from tests.tradingsite.test_smoke_runsite import ROOT, manage, site_env
 
 STRATEGY = "sol-volume-breakout"
@@ -81,7 +82,7 @@ def runfeed(env: dict[str, str], log: Path) -> subprocess.Popen:
 
 def test_after_sigkill_the_restarted_strategy_exits_the_position_it_opened_before(tmp_path: Path) -> None:
     env = site_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     manage(env, "loaddemo")
     manage(env, "shell", "-c", CONFIGURE)
     db = SiteDatabase(tmp_path / "var" / "db.sqlite3")

@@ -18,6 +18,7 @@ from pathlib import Path
 import websockets
 
 from tests.helpers import eventually, wait_site_ready
+from tests.helpers_migrated import migrated_var_dir
 from tradingsite.demo import DEMO_INSTRUMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +103,7 @@ def test_runsite_serves_live_prices_and_stops_cleanly_on_sigterm(tmp_path: Path)
 
 def test_runsite_exits_non_zero_when_a_named_feed_does_not_exist(tmp_path: Path) -> None:
     env = site_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     result = subprocess.run(
         [sys.executable, "manage.py", "runsite", "--port", str(free_port()), "--feed", "nope"],
         cwd=ROOT,
@@ -117,7 +118,7 @@ def test_runsite_exits_non_zero_when_a_named_feed_does_not_exist(tmp_path: Path)
 
 def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> None:
     env = site_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     manage(env, "loaddemo")
     feed = subprocess.Popen(
         [sys.executable, "manage.py", "runfeed", "--feed", "sim"],
@@ -160,7 +161,7 @@ def test_runfeed_streams_without_the_web_and_stops_on_sigint(tmp_path: Path) -> 
 
 def test_runserver_is_runsite_with_djangos_addrport_argument(tmp_path: Path) -> None:
     env = site_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     port = free_port()
     site = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}"],
@@ -204,7 +205,7 @@ assert release_lease("feed:sim", owner="elsewhere")
 
 def test_runsite_waits_while_another_process_runs_its_feed_and_starts_once_it_is_free(tmp_path: Path) -> None:
     env = site_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     manage(env, "loaddemo")
     manage(env, "shell", "-c", HOLD_SIM)
     port = free_port()
