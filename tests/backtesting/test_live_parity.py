@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import eventually
+from tests.helpers_migrated import migrated_var_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVAL_MS = 2500
@@ -263,9 +264,10 @@ def _assert_parity(live: dict[str, Any], report: dict[str, Any], source: str) ->
 
 
 @pytest.mark.timeout(900)  # several Django starts and a live feed on a shared 2-core machine
+@pytest.mark.embedded_site  # its processes run on their own VAR_DIR's SQLite in every pass
 def test_the_demo_strategies_trade_the_same_live_and_in_the_backtest(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    _run(env, "manage.py", "migrate", "--noinput", "-v0")
+    migrated_var_dir(env["VAR_DIR"])
     _run(env, "manage.py", "loaddemo")
     _run(env, "-c", SETUP)
     feed = subprocess.Popen(
