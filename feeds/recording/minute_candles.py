@@ -51,26 +51,33 @@ def _upsert_clause(vendor: str) -> str:
     return "ON CONFLICT (instrument_id, minute) DO UPDATE SET " + ", ".join(updates)
 
 
-def _first_per_minute(source: str, direction: str) -> str:
-    order = f"ts_event {direction}, length(trade_id) {direction}, trade_id {direction}, id {direction}"
-    return (
-        f"SELECT DISTINCT ON (instrument_id, ts_event / {NS_PER_MINUTE}) instrument_id, "
-        f"ts_event / {NS_PER_MINUTE} AS minute, price, ts_event, trade_id, id FROM {source} "
-        f"ORDER BY instrument_id, ts_event / {NS_PER_MINUTE}, {order}"
-    )
-
-
 def _postgres_roll_sql() -> str:
-    """The statement trigger's upsert of the rows one statement inserted (transition table new_ticks)."""
+    """The statement trigger's upsert of the rows one statement inserted (transition table new_ticks).
+
+    One hash aggregate over the batch finds each minute's figures and its first and last
+    exchange time; open and close are then the rows at those times (a hash join that
+    yields the ties only), ordered among themselves by trade id and tick id. Sorting the
+    whole batch by the full key, twice, cost several times more per recorded tick.
+    """
+    order = "length(t.trade_id) {d}, t.trade_id {d}, t.id {d}"
+
+    def edge(bound: str, direction: str) -> str:
+        return (
+            f"SELECT DISTINCT ON (g.instrument_id, g.minute) g.instrument_id, g.minute, t.price, t.ts_event, "
+            f"t.trade_id, t.id FROM g JOIN new_ticks t ON t.instrument_id = g.instrument_id AND t.ts_event = g.{bound} "
+            f"ORDER BY g.instrument_id, g.minute, {order.format(d=direction)}"
+        )
+
     return f"""
+WITH g AS (SELECT instrument_id, ts_event / {NS_PER_MINUTE} AS minute, max(price) AS high, min(price) AS low,
+                  sum(volume) AS volume, count(*) AS trades, min(ts_event) AS first_ts, max(ts_event) AS last_ts
+           FROM new_ticks GROUP BY 1, 2)
 INSERT INTO {TABLE} ({_COLUMNS})
 SELECT g.instrument_id, g.minute, f.price, g.high, g.low, l.price, g.volume, g.trades,
        f.ts_event, f.trade_id, f.id, l.ts_event, l.trade_id, l.id
-FROM (SELECT instrument_id, ts_event / {NS_PER_MINUTE} AS minute, max(price) AS high, min(price) AS low,
-             sum(volume) AS volume, count(*) AS trades
-      FROM new_ticks GROUP BY 1, 2) g
-JOIN ({_first_per_minute("new_ticks", "ASC")}) f USING (instrument_id, minute)
-JOIN ({_first_per_minute("new_ticks", "DESC")}) l USING (instrument_id, minute)
+FROM g
+JOIN ({edge("first_ts", "ASC")}) f USING (instrument_id, minute)
+JOIN ({edge("last_ts", "DESC")}) l USING (instrument_id, minute)
 ORDER BY g.instrument_id, g.minute
 {_upsert_clause("postgresql")}"""
 
@@ -165,6 +172,16 @@ def install_triggers(db: BaseDatabaseWrapper) -> None:
     with db.cursor() as cursor:
         for statement in _postgres_ddl() if db.vendor == "postgresql" else _sqlite_ddl():
             cursor.execute(statement)
+
+
+def replace_functions(db: BaseDatabaseWrapper) -> None:
+    """Bring the triggers' functions on `db` up to this module's statements (PostgreSQL; SQLite's are inline)."""
+    if db.vendor != "postgresql":
+        return
+    with db.cursor() as cursor:
+        for statement in _postgres_ddl():
+            if statement.startswith("CREATE OR REPLACE FUNCTION"):
+                cursor.execute(statement)
 
 
 def drop_triggers(db: BaseDatabaseWrapper) -> None:
