@@ -25,6 +25,8 @@ from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, ru
 from processor.backtest_report import report_as_json, report_as_text
 from processor.strategies import STRATEGIES
 
+_RISK_LINES = 50  # risk events printed in the text report
+
 
 def _parse_time(text: str, option: str) -> int:
     try:
@@ -116,12 +118,24 @@ class Command(BaseCommand):
                 "signals": run.summary.signals,
                 "ticks": run.summary.ticks,
                 "outcomes": dict(sorted(run.account.outcomes.items())),
+                "risk_events": [
+                    {"at_ns": e.at_ns, "event": e.event, "symbol": e.symbol, "message": e.message}
+                    for e in run.account.risk_events
+                ],
             }
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(report_as_text(run.report))
             outcomes = ", ".join(f"{name} {count}" for name, count in sorted(run.account.outcomes.items()))
             self.stdout.write(f"\nSIGNALS\n{run.summary.signals} signals: {outcomes or 'none'}")
+            if run.account.risk_events:
+                self.stdout.write("\nRISK")
+                events = run.account.risk_events
+                for event in events[:_RISK_LINES]:
+                    at = datetime.fromtimestamp(event.at_ns / 1e9, UTC).isoformat(timespec="milliseconds")
+                    self.stdout.write(f"{at}  {event.event:<22} {event.message}")
+                if len(events) > _RISK_LINES:
+                    self.stdout.write(f"... {len(events) - _RISK_LINES} more (all of them in --report json)")
         self.stderr.write(
             f"backtest {kind}: {run.summary.ticks} ticks, {run.summary.signals} signals, {run.report.trades} trades, "
             f"net {fixed_to_str(run.report.pnl)} in {run.summary.seconds:.3f}s ({run.summary.ticks_per_s:,.0f} ticks/s)"
