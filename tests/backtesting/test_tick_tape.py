@@ -11,8 +11,8 @@ reader must read a file into the ticks the line reader reads.
 from __future__ import annotations
 
 import random
-from decimal import Decimal
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
