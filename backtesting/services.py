@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from backtesting.models import BacktestRun, BacktestSweep, RunStatus
 from backtesting.push import progress_push, web_event_loop
 from backtesting.runner import run_filled_backtest
-from backtesting.simulated_account import SimulatedSettings
+from backtesting.simulated_account import SimulatedSettings, risk_events_as_json
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches, recorded_tick_count
 from feeds.market import parse_fixed
 from orders.brokers.paper import PaperFees
@@ -70,6 +70,7 @@ class RunRequest:
         return {name: getattr(self, name) for name in RISK_FIELDS}
 
 
+STORED_RISK_EVENTS = 1_000  # a run's report keeps the first ones; the counts cover all of them
 RISK_FIELDS = ("stop_loss_pct", "take_profit_pct", "trailing_stop_pct", "max_open_positions", "daily_loss_limit")
 
 
@@ -188,11 +189,15 @@ def backtest_run_execute(*, run_id: int, push_loop: asyncio.AbstractEventLoop | 
     except Exception as exc:  # a run's bug must not kill the worker; the run says what happened
         log.exception("backtesting: run %s failed", run_id)
         return _finish_failed(run, f"{type(exc).__name__}: {exc}", push_loop)
-    run.report = report_as_json(result.report) | {
-        "signals": result.summary.signals,
-        "ticks": result.summary.ticks,
-        "outcomes": dict(sorted(result.account.outcomes.items())),
-    }
+    run.report = (
+        report_as_json(result.report)
+        | {
+            "signals": result.summary.signals,
+            "ticks": result.summary.ticks,
+            "outcomes": dict(sorted(result.account.outcomes.items())),
+        }
+        | risk_events_as_json(result.account.risk_events, limit=STORED_RISK_EVENTS)
+    )
     run.signals = result.summary.signals
     run.ticks_done = result.summary.ticks
     # The count taken at the start misses ticks the recorder wrote into the range since (a

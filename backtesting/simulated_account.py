@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.fixed_point import SCALE
 from feeds.market import MarketData, fixed_to_decimal
@@ -442,3 +443,12 @@ class SimulatedAccount:
             )
             self._orders.append(order)
             self._fill(order, order.quantity, last.price, self.settings.fees.taker_bps, last.ts_event)
+
+
+def risk_events_as_json(events: list[RiskEvent], *, limit: int | None = None) -> dict[str, Any]:
+    """The risk events as JSON: a count per event, and the events (the first `limit` of them)."""
+    kept = events if limit is None else events[:limit]
+    return {
+        "risk_event_counts": dict(sorted(Counter(e.event for e in events).items())),
+        "risk_events": [{"at_ns": e.at_ns, "event": e.event, "symbol": e.symbol, "message": e.message} for e in kept],
+    }

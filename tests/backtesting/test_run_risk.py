@@ -42,6 +42,9 @@ def test_a_run_with_a_stop_loss_reports_its_exits_by_reason(trader) -> None:
     assert run.status == RunStatus.DONE, run.error
     reasons = {row["key"]: row["trades"] for row in run.report["per_exit_reason"]}
     assert reasons.get("stop_loss", 0) > 0 and reasons.get("trailing_stop", 0) > 0, reasons
+    counts = run.report["risk_event_counts"]
+    assert counts["risk.stop_loss"] == reasons["stop_loss"] and counts["risk.trailing_stop"] == reasons["trailing_stop"]
+    assert len(run.report["risk_events"]) == sum(counts.values())
 
 
 def test_the_form_carries_the_risk_terms_to_the_simulated_settings(trader) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backtesting.runner import run_filled_backtest
+from backtesting.simulated_account import risk_events_as_json
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches
 from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
@@ -114,15 +115,15 @@ class Command(BaseCommand):
         except (TickFileError, BacktestError) as exc:
             raise CommandError(str(exc)) from None
         if options["report"] == "json":
-            data = report_as_json(run.report) | {
-                "signals": run.summary.signals,
-                "ticks": run.summary.ticks,
-                "outcomes": dict(sorted(run.account.outcomes.items())),
-                "risk_events": [
-                    {"at_ns": e.at_ns, "event": e.event, "symbol": e.symbol, "message": e.message}
-                    for e in run.account.risk_events
-                ],
-            }
+            data = (
+                report_as_json(run.report)
+                | {
+                    "signals": run.summary.signals,
+                    "ticks": run.summary.ticks,
+                    "outcomes": dict(sorted(run.account.outcomes.items())),
+                }
+                | risk_events_as_json(run.account.risk_events)
+            )
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(report_as_text(run.report))
