@@ -277,7 +277,7 @@ class SimulatedAccount:
         self._last[tick.symbol] = tick
 
     def tick(self, tick: MarketData) -> None:
-        """Fill the working orders of the tick's instrument that it trades through."""
+        """Fill the working orders of the tick's instrument that it trades through, then watch its exit levels."""
         self._last[tick.symbol] = tick
         if self._orders:
             self._match(tick)
