@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from backtesting.services import RunRequest
+from backtesting.services import RISK_FIELDS, RunRequest
 from backtesting.sweep import METRICS, SweepError, grid_points
 from backtesting.sweep_services import MAX_WORKERS, SweepRequest
 from core.admin_scope import BoundedModelMultipleChoiceField
@@ -24,6 +24,13 @@ MAX_RANGE = timedelta(days=31)
 MAX_INSTRUMENTS = 20
 _FEES = PaperFees()
 _MONEY = {"max_digits": 30, "decimal_places": 12, "min_value": Decimal("0.000000000001")}
+# As the trade setting's exit level fields.
+_PERCENT: dict[str, Any] = {
+    "max_digits": 7,
+    "decimal_places": 4,
+    "min_value": Decimal("0.0001"),
+    "max_value": Decimal("99.9999"),
+}
 
 
 def _ns(moment: datetime) -> int:
@@ -54,6 +61,33 @@ class BacktestRunForm(forms.Form):
     taker_bps = forms.IntegerField(label="Taker fee (bps)", min_value=0, max_value=10_000, initial=_FEES.taker_bps)
     maker_bps = forms.IntegerField(label="Maker fee (bps)", min_value=0, max_value=10_000, initial=_FEES.maker_bps)
     latency_ms = forms.IntegerField(label="Latency (ms)", min_value=0, max_value=3_600_000, initial=0)
+    stop_loss_pct = forms.DecimalField(
+        label="Stop-loss (%)",
+        required=False,
+        help_text="Close when the price moves this many percent against the entry",
+        **_PERCENT,
+    )
+    take_profit_pct = forms.DecimalField(
+        label="Take-profit (%)",
+        required=False,
+        help_text="Close when it moves this many percent in favour",
+        **(_PERCENT | {"max_value": Decimal("999.9999")}),
+    )
+    trailing_stop_pct = forms.DecimalField(
+        label="Trailing stop (%)",
+        required=False,
+        help_text="Close when it falls back this many percent from its best",
+        **_PERCENT,
+    )
+    max_open_positions = forms.IntegerField(
+        label="Max open positions", required=False, min_value=1, help_text="Entries refused while this many are open"
+    )
+    daily_loss_limit = forms.DecimalField(
+        label="Daily loss limit",
+        required=False,
+        help_text="Entries halted for the rest of the UTC day once realized P&L reaches minus this",
+        **_MONEY,  # type: ignore[arg-type]
+    )
 
     def clean_instruments(self) -> list[Instrument]:
         chosen = list(self.cleaned_data["instruments"])
@@ -101,6 +135,7 @@ class BacktestRunForm(forms.Form):
             taker_bps=data["taker_bps"],
             maker_bps=data["maker_bps"],
             latency_ms=data["latency_ms"],
+            **{name: data.get(name) for name in RISK_FIELDS},
         )
 
 

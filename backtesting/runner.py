@@ -9,8 +9,8 @@ on the tick that caused it, as on the live paper exchange.
 Over a tick tape (`run_filled_tape`) the same decisions are reached without a per-tick
 step: the strategy folds the tape's columns (backtesting.tape_replay), each signal is
 decided after the tick the batch merge above would decide it after, and the account
-sees only the ticks it can act on, those of an instrument with a working order, plus
-each instrument's last tick. The results are the merge's, to the fee and the
+sees only the ticks it can act on, those of an instrument with a working order or an
+open position whose exit levels are armed, plus each instrument's last tick. The results are the merge's, to the fee and the
 nanosecond (a test replays random tapes both ways); a tape whose times go backwards,
 or batches the processor would route in slices, take the merge path itself.
 """
@@ -180,9 +180,9 @@ def _decisions(tape: TickTape, signals: Sequence[TapeSignal], batch_ticks: int) 
 
 
 def _offer(account: SimulatedAccount, tape: TickTape, start: int, end: int) -> None:
-    """Offer the account the ticks [start, end) it can act on: those of an instrument with a working order."""
+    """Offer the account the ticks [start, end) it can act on: an instrument's with a working order or armed levels."""
     index = start
-    if tape.symbol_ids is None:  # one instrument: a working order is on it
+    if tape.symbol_ids is None:  # one instrument: the working order or armed levels are on it
         while index < end and account.working:
             account.tick(tape.tick(index))
             index += 1

@@ -23,10 +23,11 @@ from django.db import connection, transaction
 from backtesting.models import BacktestRun, BacktestSweep, RunStatus
 from backtesting.push import progress_push, web_event_loop
 from backtesting.runner import run_filled_backtest
-from backtesting.simulated_account import SimulatedSettings
+from backtesting.simulated_account import SimulatedSettings, risk_events_as_json
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches, recorded_tick_count
 from feeds.market import parse_fixed
 from orders.brokers.paper import PaperFees
+from orders.risk_limits import AccountLimits, ExitLevels
 from processor.backtest import BacktestError
 from processor.backtest_report import report_as_json
 
@@ -58,6 +59,19 @@ class RunRequest:
     taker_bps: int
     maker_bps: int
     latency_ms: int
+    stop_loss_pct: Decimal | None = None
+    take_profit_pct: Decimal | None = None
+    trailing_stop_pct: Decimal | None = None
+    max_open_positions: int | None = None
+    daily_loss_limit: Decimal | None = None
+
+    def risk_fields(self) -> dict[str, Any]:
+        """The exit levels and account limits, by their model field names."""
+        return {name: getattr(self, name) for name in RISK_FIELDS}
+
+
+STORED_RISK_EVENTS = 1_000  # a run's report keeps the first ones; the counts cover all of them
+RISK_FIELDS = ("stop_loss_pct", "take_profit_pct", "trailing_stop_pct", "max_open_positions", "daily_loss_limit")
 
 
 def backtest_run_create(*, owner: Any, request: RunRequest) -> BacktestRun:
@@ -79,6 +93,7 @@ def backtest_run_create(*, owner: Any, request: RunRequest) -> BacktestRun:
         taker_bps=request.taker_bps,
         maker_bps=request.maker_bps,
         latency_ms=request.latency_ms,
+        **request.risk_fields(),
     )
     transaction.on_commit(lambda: backtest_run_start(run_id=run.pk))
     return run
@@ -120,6 +135,11 @@ def simulated_settings_of(run: BacktestRun | BacktestSweep) -> SimulatedSettings
         reversal=run.reversal,
         fees=PaperFees(taker_bps=run.taker_bps, maker_bps=run.maker_bps),
         latency_ns=run.latency_ms * 1_000_000,
+        exit_levels=ExitLevels.from_percent(run.stop_loss_pct, run.take_profit_pct, run.trailing_stop_pct),
+        limits=AccountLimits(
+            max_open_positions=run.max_open_positions,
+            daily_loss_limit=None if run.daily_loss_limit is None else _fixed(run.daily_loss_limit),
+        ),
     )
 
 
@@ -169,11 +189,15 @@ def backtest_run_execute(*, run_id: int, push_loop: asyncio.AbstractEventLoop | 
     except Exception as exc:  # a run's bug must not kill the worker; the run says what happened
         log.exception("backtesting: run %s failed", run_id)
         return _finish_failed(run, f"{type(exc).__name__}: {exc}", push_loop)
-    run.report = report_as_json(result.report) | {
-        "signals": result.summary.signals,
-        "ticks": result.summary.ticks,
-        "outcomes": dict(sorted(result.account.outcomes.items())),
-    }
+    run.report = (
+        report_as_json(result.report)
+        | {
+            "signals": result.summary.signals,
+            "ticks": result.summary.ticks,
+            "outcomes": dict(sorted(result.account.outcomes.items())),
+        }
+        | risk_events_as_json(result.account.risk_events, limit=STORED_RISK_EVENTS)
+    )
     run.signals = result.summary.signals
     run.ticks_done = result.summary.ticks
     # The count taken at the start misses ticks the recorder wrote into the range since (a

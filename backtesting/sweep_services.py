@@ -73,6 +73,7 @@ def backtest_sweep_create(*, owner: Any, request: SweepRequest) -> BacktestSweep
         taker_bps=run.taker_bps,
         maker_bps=run.maker_bps,
         latency_ms=run.latency_ms,
+        **run.risk_fields(),
         points_total=len(grid_points(run.params, request.grid)),
     )
     transaction.on_commit(lambda: backtest_sweep_start(sweep_id=sweep.pk))

@@ -1,7 +1,9 @@
 """A sweep worker's start: Django set up once, before any module that needs the app registry.
 
-Kept apart from backtesting.sweep on purpose: a spawned worker imports this module to
-run the initializer, and importing the sweep (models included) first would fail.
+Kept apart from backtesting.sweep on purpose: a worker (and the fork server's preload)
+imports this module to run the initializer, and importing the sweep (models included)
+first would fail. In a worker forked from the preloaded fork server Django is ready
+and the setup returns at once.
 
 A worker runs many points over the same tick file, so it reads the file's tape once
 (`worker_tape`) and keeps it for every point it is given.

@@ -14,6 +14,7 @@ pure function of a position's side, entry price, best price since entry and the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -112,15 +113,35 @@ def entry_risk_refusal(account_id: int) -> str | None:
     limits = account_limits(account_id)
     if not limits.any:
         return None
+    return limits_refusal(
+        limits,
+        realized_today=lambda: realized_today(account_id),
+        open_positions=lambda: open_positions_count(account_id),
+    )
+
+
+def limits_refusal(
+    limits: AccountLimits, *, realized_today: Callable[[], int], open_positions: Callable[[], int]
+) -> str | None:
+    """Why a new entry breaks `limits`, or None: the daily loss first, then the open positions.
+
+    Pure but for the two figures, asked only when their limit is set (the live gate reads
+    them from the database, a backtest from its simulated account).
+    """
     if limits.daily_loss_limit is not None:
-        reached = daily_loss_reached(account_id, limits.daily_loss_limit)
+        reached = loss_reason(realized_today(), limits.daily_loss_limit)
         if reached:
             return reached
     if limits.max_open_positions is not None:
-        count = open_positions_count(account_id)
-        if count >= limits.max_open_positions:
-            return f"risk limit: {count} positions open, the account's maximum is {limits.max_open_positions}"
+        return positions_reason(open_positions(), limits.max_open_positions)
     return None
+
+
+def positions_reason(count: int, maximum: int) -> str | None:
+    """Why `count` instruments open (or with a pending entry) leave no room under `maximum`, or None."""
+    if count < maximum:
+        return None
+    return f"risk limit: {count} positions open, the account's maximum is {maximum}"
 
 
 # ---- exit levels --------------------------------------------------------------------------

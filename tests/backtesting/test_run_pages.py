@@ -91,6 +91,11 @@ BAD_INPUT = [
     ({"latency_ms": "99999999999"}, "latency_ms"),
     ({"order_type": "STOP"}, "order_type"),
     ({"reversal": "sideways"}, "reversal"),
+    ({"stop_loss_pct": "100"}, "stop_loss_pct"),
+    ({"take_profit_pct": "0"}, "take_profit_pct"),
+    ({"trailing_stop_pct": "0.00001"}, "trailing_stop_pct"),
+    ({"max_open_positions": "0"}, "max_open_positions"),
+    ({"daily_loss_limit": "-5"}, "daily_loss_limit"),
 ]
 
 

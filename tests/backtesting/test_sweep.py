@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
 
 import pytest
@@ -83,3 +84,43 @@ def test_the_command_prints_the_table_and_json(walk) -> None:
         call_command("backtestsweep", *args[:4], "--grid", "[1]", "--ticks", walk, stdout=io.StringIO())
     with pytest.raises(CommandError, match="no such file"):
         call_command("backtestsweep", *args[:6], "--ticks", "/nonexistent.csv", stdout=io.StringIO())
+
+
+def worker_state(_: int) -> dict[str, object]:
+    """What a sweep worker inherited: run in the worker."""
+    import asyncio
+    import os
+    import sys
+
+    from django.apps import apps
+    from django.db import connections
+
+    from backtesting.sweep_worker import worker_setup
+
+    worker_setup()
+    return {
+        "pid": os.getpid(),
+        "apps_ready": apps.ready,
+        "open_connections": [c.alias for c in connections.all(initialized_only=True) if c.connection is not None],
+        "running_loop": asyncio._get_running_loop() is not None,
+        "preloaded": "backtesting.runner" in sys.modules and "backtesting.sweep_preload" in sys.modules,
+    }
+
+
+@pytest.mark.django_db
+def test_workers_start_warm_from_the_fork_server_and_share_no_connection_or_loop() -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from django.db import connection
+
+    from backtesting.sweep import _worker_context
+
+    connection.ensure_connection()  # the parent holds a connection: no worker may inherit it
+    context = _worker_context()
+    assert context.get_start_method() == "forkserver"
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        states = list(pool.map(worker_state, range(2)))
+    for state in states:
+        assert state["pid"] != os.getpid()
+        assert state["apps_ready"] and state["preloaded"]
+        assert state["open_connections"] == [] and not state["running_loop"]

@@ -2,9 +2,9 @@
 
 The straightforward path is the live Processor fed MarketData batches and a simulated
 account offered every tick; the tape path folds columns and offers the account only
-the ticks of an instrument with a working order. Random tapes (several instruments,
-equal times, thin volumes that fill in parts, latency, limit orders, both reversal
-rules) must give the same trades, outcomes, ledger and report, and the columnar
+the ticks of an instrument with a working order or armed exit levels. Random tapes
+(several instruments, equal times, thin volumes that fill in parts, latency, limit
+orders, both reversal rules, exit levels and account limits) must give the same trades, outcomes, ledger and report, and the columnar
 reader must read a file into the ticks the line reader reads.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from feeds.venues.tick_csv import TickFileError, read_tick_csv
 from orders.brokers.paper import PaperFees
 from orders.models.accounts import Reversal
 from orders.models.lifecycle import OrderType
+from orders.risk_limits import AccountLimits, ExitLevels
 from processor.backtest import BACKTEST_FEED, JsonLinesWriter, run_backtest
 
 T0_MS = 1_764_460_800_000
@@ -48,9 +50,8 @@ def random_csv(path: Path, *, seed: int, count: int, symbols: tuple[str, ...]) -
 
 
 def settings(**terms: object) -> SimulatedSettings:
-    # A quantity at most the thinnest traded tick's: an entry fills whole, so no exit comes
-    # while part of it still works (a case the account does not model; cases below that
-    # fill in parts are chosen so it does not arise).
+    # A quantity at most the thinnest traded tick's: an entry mostly fills whole; the
+    # cases with a larger quantity fill in parts, and an exit then cancels the rest.
     base = {"capital": parse_fixed("100"), "quantity": parse_fixed("0.3"), "fees": PaperFees(taker_bps=7, maker_bps=3)}
     return SimulatedSettings(**(base | terms))  # type: ignore[arg-type]
 
@@ -67,6 +68,7 @@ def assert_same(straight, fast) -> None:
     a, b = straight.account, fast.account
     assert b.closed == a.closed
     assert b.outcomes == a.outcomes
+    assert b.risk_events == a.risk_events
     assert (b.realized, b.fills, b.reserved_for_orders, b.reserved_for_positions) == (
         a.realized,
         a.fills,
@@ -89,6 +91,29 @@ CASES = [
     ("volume_breakout", BREAKOUT, {}),
     ("volume_breakout", BREAKOUT, {"quantity": parse_fixed("2"), "capital": parse_fixed("1000")}),
     ("volume_breakout", BREAKOUT, {"latency_ns": 2_000_000_000, "order_type": OrderType.LIMIT}),
+    # Exit levels watch every tick of an open position, so the tape path offers those too;
+    # account limits refuse entries (the thin ticks fill entries in parts, exits cancel the rest).
+    ("ema", EMA, {"exit_levels": ExitLevels(stop_loss=Decimal("0.004"), take_profit=Decimal("0.006"))}),
+    ("ema", EMA, {"exit_levels": ExitLevels(trailing_stop=Decimal("0.003")), "latency_ns": 900_000_000}),
+    (
+        "volume_breakout",
+        BREAKOUT,
+        {
+            "quantity": parse_fixed("2"),
+            "capital": parse_fixed("1000"),
+            "exit_levels": ExitLevels(stop_loss=Decimal("0.002"), trailing_stop=Decimal("0.004")),
+            "limits": AccountLimits(max_open_positions=2, daily_loss_limit=parse_fixed("0.5")),
+        },
+    ),
+    (
+        "ema",
+        EMA | {"long_only": True},
+        {
+            "order_type": OrderType.LIMIT,
+            "exit_levels": ExitLevels(take_profit=Decimal("0.003")),
+            "limits": AccountLimits(max_open_positions=1, daily_loss_limit=None),
+        },
+    ),
 ]
 
 
@@ -101,6 +126,11 @@ async def test_the_tape_path_trades_exactly_as_the_straightforward_path(tmp_path
         straight, fast = await both_ways(kind, params, tape, settings(**terms), batch_ticks=(256, 100, 7)[seed])
         assert straight.report.trades > 0
         assert_same(straight, fast)
+        events = {e.event for e in straight.account.risk_events}
+        if "exit_levels" in terms:
+            assert events & {"risk.stop_loss", "risk.take_profit", "risk.trailing_stop"}, events
+        if "limits" in terms:
+            assert "halted" in events, events
 
 
 async def test_a_tape_whose_times_go_backwards_takes_the_straightforward_path(tmp_path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backtesting.runner import run_filled_backtest
+from backtesting.simulated_account import risk_events_as_json
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches
 from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
@@ -24,6 +25,8 @@ from feeds.venues.tick_csv import TickFileError, read_tick_csv
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
 from processor.backtest_report import report_as_json, report_as_text
 from processor.strategies import STRATEGIES
+
+_RISK_LINES = 50  # risk events printed in the text report
 
 
 def _parse_time(text: str, option: str) -> int:
@@ -112,16 +115,28 @@ class Command(BaseCommand):
         except (TickFileError, BacktestError) as exc:
             raise CommandError(str(exc)) from None
         if options["report"] == "json":
-            data = report_as_json(run.report) | {
-                "signals": run.summary.signals,
-                "ticks": run.summary.ticks,
-                "outcomes": dict(sorted(run.account.outcomes.items())),
-            }
+            data = (
+                report_as_json(run.report)
+                | {
+                    "signals": run.summary.signals,
+                    "ticks": run.summary.ticks,
+                    "outcomes": dict(sorted(run.account.outcomes.items())),
+                }
+                | risk_events_as_json(run.account.risk_events)
+            )
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(report_as_text(run.report))
             outcomes = ", ".join(f"{name} {count}" for name, count in sorted(run.account.outcomes.items()))
             self.stdout.write(f"\nSIGNALS\n{run.summary.signals} signals: {outcomes or 'none'}")
+            if run.account.risk_events:
+                self.stdout.write("\nRISK")
+                events = run.account.risk_events
+                for event in events[:_RISK_LINES]:
+                    at = datetime.fromtimestamp(event.at_ns / 1e9, UTC).isoformat(timespec="milliseconds")
+                    self.stdout.write(f"{at}  {event.event:<22} {event.message}")
+                if len(events) > _RISK_LINES:
+                    self.stdout.write(f"... {len(events) - _RISK_LINES} more (all of them in --report json)")
         self.stderr.write(
             f"backtest {kind}: {run.summary.ticks} ticks, {run.summary.signals} signals, {run.report.trades} trades, "
             f"net {fixed_to_str(run.report.pnl)} in {run.summary.seconds:.3f}s ({run.summary.ticks_per_s:,.0f} ticks/s)"
