@@ -161,6 +161,7 @@ def build_world() -> World:
     account = owner.account
     site_rows = _site_wide_rows()
     backtest_run = _backtest_run(users["owner"], instrument)
+    backtest_sweep = _backtest_sweep(users["owner"], instrument)
     world.ids = {
         **site_rows,
         "orderbook_instrument": _order_book_instrument(),
@@ -194,6 +195,7 @@ def build_world() -> World:
         "global_killswitch": global_switch.pk,
         "controlaudit": audit.pk,
         "backtestrun": backtest_run.pk,
+        "backtestsweep": backtest_sweep.pk,
         "componenthealth": health.pk,
         "component": health.component,
         "tokenproxy": users["owner"].pk,  # the token admin is keyed by its user
@@ -262,6 +264,31 @@ def _backtest_run(owner: User, instrument: Any) -> Any:
         ticks_total=1,
         ticks_done=1,
         report=report_as_json(report),
+    )
+
+
+def _backtest_sweep(owner: User, instrument: Any) -> Any:
+    """A finished sweep of the owner over two points."""
+    from backtesting.models import BacktestSweep, RunStatus
+
+    return BacktestSweep.objects.create(
+        owner=owner,
+        kind="ema",
+        grid={"fast": [2, 3]},
+        feed=instrument.feed.name,
+        symbols=[instrument.symbol],
+        start_ns=0,
+        end_ns=3_000_000_000,
+        capital="1000",
+        quantity="1",
+        lot_size="0.001",
+        tick_size="0.01",
+        taker_bps=5,
+        maker_bps=2,
+        status=RunStatus.DONE,
+        points_done=2,
+        points_total=2,
+        results=[],
     )
 
 

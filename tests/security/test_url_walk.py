@@ -92,6 +92,9 @@ route("backtests/new/", "/backtests/new/", (LOGIN, 200, 200, 200))
 route("backtests/compare/", "/backtests/compare/?a={backtestrun}&b={backtestrun}", (LOGIN, 404, 404, 200))
 route("backtests/<int:pk>/", "/backtests/{backtestrun}/", (LOGIN, 404, 404, 200))
 route("backtests/<int:pk>/state.json", "/backtests/{backtestrun}/state.json", (LOGIN, 404, 404, 200))
+route("backtests/sweeps/new/", "/backtests/sweeps/new/", (LOGIN, 200, 200, 200))
+route("backtests/sweeps/<int:pk>/", "/backtests/sweeps/{backtestsweep}/", (LOGIN, 404, 404, 200))
+route("backtests/sweeps/<int:pk>/state.json", "/backtests/sweeps/{backtestsweep}/state.json", (LOGIN, 404, 404, 200))
 
 # --- the API ---------------------------------------------------------------------------
 route("api/schema/", "/api/schema/", (401, 200, 200, 200))
@@ -114,6 +117,7 @@ _API = {
     "prompts": "authprompt",
     "trades": "trade",
     "backtests": "backtestrun",
+    "backtest-sweeps": "backtestsweep",
 }
 for _resource, _key in _API.items():
     route(f"api/{_resource}/", f"/api/{_resource}/", (401, 200, 200, 200))
