@@ -6,9 +6,10 @@ the browser refuse the same input with the same messages: a 400 naming each fiel
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import QuerySet
+from django.forms import Form
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
@@ -89,15 +90,25 @@ class BacktestRunRequestSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField(required=False)
 
 
-def _form_data(payload: Any) -> dict[str, Any] | None:
+FormT = TypeVar("FormT", bound=Form)
+
+
+def bound_form(form_class: type[FormT], payload: Any) -> FormT | None:
+    """The page's form bound to a POST's JSON object (the form's defaults for what it leaves out); None if not an object."""
     if not isinstance(payload, dict):
         return None
-    form = BacktestRunForm()
-    data: dict[str, Any] = {
-        name: form.fields[name].initial for name in form.fields if form.fields[name].initial is not None
-    }
-    data.update({name: value for name, value in payload.items() if name in form.fields})
-    return data
+    blank = form_class()
+    data: dict[str, Any] = {name: field.initial for name, field in blank.fields.items() if field.initial is not None}
+    data.update({name: value for name, value in payload.items() if name in blank.fields})
+    return form_class(data)
+
+
+def refusal(form: Form | None) -> Response:
+    """The 400 for a POST that is not a JSON object, or whose form is invalid: each bad field named."""
+    if form is None:
+        return Response({"detail": "send a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
+    errors = {name: [error["message"] for error in found] for name, found in form.errors.get_json_data().items()}
+    return Response(errors, status=status.HTTP_400_BAD_REQUEST)
 
 
 class BacktestRunViewSet(
@@ -118,14 +129,8 @@ class BacktestRunViewSet(
     @extend_schema(request=BacktestRunRequestSerializer, responses={201: BacktestRunSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a run over recorded ticks; a bad value is a 400 naming its field."""
-        data = _form_data(request.data)
-        if data is None:
-            return Response({"detail": "send a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
-        form = BacktestRunForm(data)
-        if not form.is_valid():
-            errors = {
-                name: [error["message"] for error in found] for name, found in form.errors.get_json_data().items()
-            }
-            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        form = bound_form(BacktestRunForm, request.data)
+        if form is None or not form.is_valid():
+            return refusal(form)
         run = backtest_run_create(owner=request.user, request=form.run_request())
         return Response(BacktestRunSerializer(run).data, status=status.HTTP_201_CREATED)

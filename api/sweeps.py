@@ -14,7 +14,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.backtests import BacktestRunRequestSerializer
+from api.backtests import BacktestRunRequestSerializer, bound_form, refusal
 from backtesting.forms import BacktestSweepForm
 from backtesting.models import BacktestSweep
 from backtesting.selectors import sweeps_for_user
@@ -81,17 +81,6 @@ class BacktestSweepRequestSerializer(BacktestRunRequestSerializer):
     workers = serializers.IntegerField(required=False)
 
 
-def _form_data(payload: Any) -> dict[str, Any] | None:
-    if not isinstance(payload, dict):
-        return None
-    form = BacktestSweepForm()
-    data: dict[str, Any] = {
-        name: form.fields[name].initial for name in form.fields if form.fields[name].initial is not None
-    }
-    data.update({name: value for name, value in payload.items() if name in form.fields})
-    return data
-
-
 class BacktestSweepViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
 ):
@@ -110,14 +99,8 @@ class BacktestSweepViewSet(
     @extend_schema(request=BacktestSweepRequestSerializer, responses={201: BacktestSweepSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a sweep over recorded ticks; a bad value is a 400 naming its field."""
-        data = _form_data(request.data)
-        if data is None:
-            return Response({"detail": "send a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
-        form = BacktestSweepForm(data)
-        if not form.is_valid():
-            errors = {
-                name: [error["message"] for error in found] for name, found in form.errors.get_json_data().items()
-            }
-            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        form = bound_form(BacktestSweepForm, request.data)
+        if form is None or not form.is_valid():
+            return refusal(form)
         sweep = backtest_sweep_create(owner=request.user, request=form.sweep_request())
         return Response(BacktestSweepSerializer(sweep).data, status=status.HTTP_201_CREATED)

@@ -16,20 +16,9 @@ class RunStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class BacktestRun(models.Model):
-    """One backtest of one strategy kind over recorded ticks; only the run's task writes its progress and result.
+class TradeTerms(models.Model):
+    """The trade terms a run or a sweep replays its ticks under: capital, sizes, fees, exit levels, limits."""
 
-    Money and quantities are stored as the exact decimals the user typed; the report
-    is the JSON of processor.backtest_report.report_as_json (money as exact strings).
-    """
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtest_runs")
-    kind = models.CharField(max_length=60)
-    params = models.JSONField(default=dict, blank=True)
-    feed = models.CharField(max_length=50)
-    symbols = models.JSONField(default=list, help_text="Symbols of the replayed instruments on the feed.")
-    start_ns = models.BigIntegerField()
-    end_ns = models.BigIntegerField()
     capital = models.DecimalField(max_digits=30, decimal_places=12)
     quantity = models.DecimalField(max_digits=30, decimal_places=12)
     lot_size = models.DecimalField(max_digits=30, decimal_places=12)
@@ -45,6 +34,25 @@ class BacktestRun(models.Model):
     trailing_stop_pct = models.DecimalField(max_digits=7, decimal_places=4, null=True, blank=True)
     max_open_positions = models.PositiveIntegerField(null=True, blank=True)
     daily_loss_limit = models.DecimalField(max_digits=30, decimal_places=12, null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class BacktestRun(TradeTerms):
+    """One backtest of one strategy kind over recorded ticks; only the run's task writes its progress and result.
+
+    Money and quantities are stored as the exact decimals the user typed; the report
+    is the JSON of processor.backtest_report.report_as_json (money as exact strings).
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtest_runs")
+    kind = models.CharField(max_length=60)
+    params = models.JSONField(default=dict, blank=True)
+    feed = models.CharField(max_length=50)
+    symbols = models.JSONField(default=list, help_text="Symbols of the replayed instruments on the feed.")
+    start_ns = models.BigIntegerField()
+    end_ns = models.BigIntegerField()
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     ticks_done = models.BigIntegerField(default=0)
     ticks_total = models.BigIntegerField(default=0)
@@ -70,7 +78,7 @@ class BacktestRun(models.Model):
         return min(self.ticks_done / self.ticks_total, 1.0) if self.ticks_total else 0.0
 
 
-class BacktestSweep(models.Model):
+class BacktestSweep(TradeTerms):
     """A parameter grid over recorded ticks: one backtest with fills per point, best first by `metric`.
 
     Trade terms as on a run. `results` is the list of points in the chosen metric's
@@ -88,21 +96,6 @@ class BacktestSweep(models.Model):
     symbols = models.JSONField(default=list)
     start_ns = models.BigIntegerField()
     end_ns = models.BigIntegerField()
-    capital = models.DecimalField(max_digits=30, decimal_places=12)
-    quantity = models.DecimalField(max_digits=30, decimal_places=12)
-    lot_size = models.DecimalField(max_digits=30, decimal_places=12)
-    tick_size = models.DecimalField(max_digits=30, decimal_places=12)
-    order_type = models.CharField(max_length=10, choices=OrderType.choices, default=OrderType.MARKET)
-    reversal = models.CharField(max_length=20, choices=Reversal.choices, default=Reversal.AFTER_EXIT_FILL)
-    taker_bps = models.PositiveIntegerField()
-    maker_bps = models.PositiveIntegerField()
-    latency_ms = models.PositiveIntegerField(default=0)
-    # The trade setting's exit levels and the account's limits, as the live models name them.
-    stop_loss_pct = models.DecimalField(max_digits=7, decimal_places=4, null=True, blank=True)
-    take_profit_pct = models.DecimalField(max_digits=7, decimal_places=4, null=True, blank=True)
-    trailing_stop_pct = models.DecimalField(max_digits=7, decimal_places=4, null=True, blank=True)
-    max_open_positions = models.PositiveIntegerField(null=True, blank=True)
-    daily_loss_limit = models.DecimalField(max_digits=30, decimal_places=12, null=True, blank=True)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     points_done = models.PositiveIntegerField(default=0)
     points_total = models.PositiveIntegerField(default=0)
