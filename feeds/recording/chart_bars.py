@@ -9,12 +9,10 @@ read the ticks (feeds.recording.tick_bars). Both give the same bars for the same
 
 from __future__ import annotations
 
-from decimal import Decimal
-
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 
 from feeds.recording.minute_candles import NS_PER_MINUTE, TABLE
-from feeds.recording.tick_bars import TickBar, tick_bars
+from feeds.recording.tick_bars import TickBar, bars_summed, tick_bars
 
 _CANDLE_BARS_SQL = """
 SELECT b.bucket, b.low, b.high, b.volume, b.trades,
@@ -76,29 +74,7 @@ def _candle_bars(instrument_id: int, bucket_ns: int, start_minute: int, end_minu
         "start": start_minute,
         "end": end_minute,
     }
-    try:
-        rows = _run(params, volume_sum="sum")
-    except DatabaseError:
-        if connection.vendor != "sqlite":
-            raise
-        # As tick_bars: SQLite's exact SUM raises beyond int64, its float total() still draws.
-        rows = _run(params, volume_sum="total")
-    return [
-        TickBar(
-            start_ns=int(bucket) * bucket_ns,
-            open=_int(open_price),
-            high=_int(high),
-            low=_int(low),
-            close=_int(close_price),
-            volume=_int(volume),
-            trades=_int(trades),
-        )
-        for bucket, low, high, volume, trades, open_price, close_price in rows
-    ]
-
-
-def _int(value: int | Decimal | float) -> int:
-    return int(value)
+    return bars_summed(lambda volume_sum: _run(params, volume_sum=volume_sum), bucket_ns)
 
 
 def _run(params: dict[str, int], *, volume_sum: str) -> list[tuple[int, int, int, int, int, int, int]]:

@@ -13,6 +13,7 @@ Buckets are aligned to the Unix epoch (a 1 h bar starts on the UTC hour).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -55,6 +56,35 @@ def _int(value: int | Decimal | float) -> int:
     return int(value)
 
 
+BarRow = tuple[int, int, int, int, int, int, int]
+
+
+def bars_summed(run: Callable[[str], Sequence[BarRow]], bucket_ns: int) -> list[TickBar]:
+    """The bars of `run(volume_sum)`'s rows (bucket, low, high, volume, trades, open, close), oldest first.
+
+    SQLite's exact SUM raises once a bucket's volume leaves int64 (9.2 million units at
+    12 places); its float total() still draws the bar, so there the query runs again with it.
+    """
+    try:
+        rows = run("sum")
+    except DatabaseError:
+        if connection.vendor != "sqlite":
+            raise
+        rows = run("total")
+    return [
+        TickBar(
+            start_ns=_int(bucket) * bucket_ns,
+            open=_int(open_price),
+            high=_int(high),
+            low=_int(low),
+            close=_int(close_price),
+            volume=_int(volume),
+            trades=_int(trades),
+        )
+        for bucket, low, high, volume, trades, open_price, close_price in rows
+    ]
+
+
 def tick_bars(*, instrument_id: int, bucket_ns: int, start_ns: int, end_ns: int) -> list[TickBar]:
     """Return the candles of `instrument_id` in [start_ns, end_ns), one per bucket that has ticks, oldest first.
 
@@ -71,26 +101,7 @@ def tick_bars(*, instrument_id: int, bucket_ns: int, start_ns: int, end_ns: int)
     if end_ns <= start_ns:
         return []
     params = {"instrument": instrument_id, "bucket": bucket_ns, "start": start_ns, "end": end_ns}
-    try:
-        rows = _run(params, volume_sum="sum")
-    except DatabaseError:
-        if connection.vendor != "sqlite":
-            raise
-        # SQLite's exact SUM raises once a bucket's volume leaves int64 (9.2 million
-        # units at 12 places); its float total() still draws the bar.
-        rows = _run(params, volume_sum="total")
-    return [
-        TickBar(
-            start_ns=_int(bucket) * bucket_ns,
-            open=_int(open_price),
-            high=_int(high),
-            low=_int(low),
-            close=_int(close_price),
-            volume=_int(volume),
-            trades=_int(trades),
-        )
-        for bucket, low, high, volume, trades, open_price, close_price in rows
-    ]
+    return bars_summed(lambda volume_sum: _run(params, volume_sum=volume_sum), bucket_ns)
 
 
 def _run(params: dict[str, int], *, volume_sum: str) -> list[tuple[int, int, int, int, int, int, int]]:
