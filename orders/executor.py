@@ -256,6 +256,9 @@ class TradeExecutor:
             parts: dict[int, list[_Member | asyncio.Task[str]]] = {}
             members: list[_Member] = []
             pairs: set[tuple[int, int]] = set()
+            # Plans that run their own flow start after the group, which so takes its
+            # accounts' in-process leases first: an earlier signal wins over a later one.
+            deferred: list[tuple[list[_Member | asyncio.Task[str]], Signal, TradePlan]] = []
             for (signal, slot), plans in zip(batch, plans_of):
                 mine: list[_Member | asyncio.Task[str]] = []
                 if not plans:
@@ -279,12 +282,14 @@ class TradeExecutor:
                         members.append(member)
                         mine.append(member)
                     else:
-                        mine.append(self._chain(signal, plan))
+                        deferred.append((mine, signal, plan))
                 parts[id(signal)] = mine
             decided: asyncio.Future[None] | None = None
             if members:
                 decided = asyncio.get_running_loop().create_future()
                 self._members_chain(members, decided)
+            for mine, signal, plan in deferred:
+                mine.append(self._chain(signal, plan))
         finally:
             for lock in taken:
                 lock.release()
