@@ -50,7 +50,7 @@ from orders.models.lifecycle import Intent, OrderSide, OrderType, PositionSide
 from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
 from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_many
-from orders.plans import TradePlan, plans_for_signal, signal_key
+from orders.plans import TradePlan, plans_for_signal, plans_for_signals, signal_key
 from orders.resolution import failure_outcome
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
@@ -252,7 +252,7 @@ class TradeExecutor:
             for lock in locks:
                 await lock.acquire()
                 taken.append(lock)
-            plans_of = await in_db_thread(_plans_for_signals)([signal for signal, _ in batch])
+            plans_of = await in_db_thread(plans_for_signals)([signal for signal, _ in batch])
             parts: dict[int, list[_Member | asyncio.Task[str]]] = {}
             members: list[_Member] = []
             pairs: set[tuple[int, int]] = set()
@@ -1414,11 +1414,6 @@ def _outcomes_by_signal(members: Sequence[_Member], decisions: Sequence[Decision
         by_signal.setdefault(id(signal), (signal, []))[1].append(decision)
     for signal, chosen in by_signal.values():
         signal_outcomes_record_many(signal=signal, decisions=chosen)
-
-
-def _plans_for_signals(signals: Sequence[Signal]) -> list[list[TradePlan]]:
-    """Each signal's plans, read on one database thread hand-off."""
-    return [plans_for_signal(signal) for signal in signals]
 
 
 # At most this many queued signals are taken together into one batch.
