@@ -287,7 +287,9 @@ class TradeExecutor:
             decided: asyncio.Future[None] | None = None
             if members:
                 decided = asyncio.get_running_loop().create_future()
-                self._members_chain(members, decided)
+                group = self._members_chain(members, decided)
+                for member in members:
+                    member.group = group
             for mine, signal, plan in deferred:
                 mine.append(self._chain(signal, plan))
         finally:
@@ -327,7 +329,14 @@ class TradeExecutor:
                     else:
                         await part
             except asyncio.CancelledError:
+                # As a cancelled `handle` cancels what it awaits: the batch, this signal's
+                # group (which gives its leases back) and its own flows.
                 shared.cancel()
+                if shared.done() and not shared.cancelled() and shared.exception() is None:
+                    for part in shared.result().get(id(signal), []):
+                        for task in (part.group, part.solo) if isinstance(part, _Member) else (part,):
+                            if task is not None:
+                                task.cancel()
                 raise
             finally:
                 slot.give_back()
@@ -1455,6 +1464,7 @@ class _Member:
     refused: Outcome | None = None  # refused before the reserve transaction (recorded in it)
     outcome: str | None = None
     solo: asyncio.Future[str] | None = None  # continued on its own flow
+    group: asyncio.Task[list[str]] | None = None  # the group's task, in a batch of signals
 
     def refuse(self, refusals: list[Decision], outcome: Outcome, reason: str) -> None:
         self.refused = outcome
