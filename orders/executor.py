@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -49,7 +50,7 @@ from orders.models.lifecycle import Intent, OrderSide, OrderType, PositionSide
 from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
 from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_many
-from orders.plans import TradePlan, plans_for_signal, signal_key
+from orders.plans import TradePlan, plans_for_signal, plans_for_signals, signal_key
 from orders.resolution import failure_outcome
 from orders.sync import order_sync
 from processor.signals import Signal, SignalKind
@@ -197,10 +198,153 @@ class TradeExecutor:
                     self._slots.release()
                     self._track(self._refuse_stopped(signal), signal)
                     continue
-                self._track(self._handle_guarded(signal, slot_held=True), signal)
+                self._dispatch(await self._burst(signals, signal))
         finally:
             for task in list(self._running):
                 task.cancel()
+
+    async def _burst(self, signals: asyncio.Queue[Signal], first: Signal) -> list[Signal]:
+        """`first` and the signals queued with it, each with its slot taken (only those free at once)."""
+        burst = [first]
+        while len(burst) < BATCH_MAX and not signals.empty() and not self._slots.locked():
+            burst.append(signals.get_nowait())
+            # A free slot is taken without yielding: nothing (a stop) runs in between.
+            await self._slots.acquire()
+        return burst
+
+    def _dispatch(self, burst: list[Signal]) -> None:
+        """Start the signals of a burst, each holding its slot.
+
+        Entry signals whose strategy and symbol no other signal of the burst shares are
+        handled as one batch (one reserve transaction, one broker call, one lifecycle
+        transaction for all their accounts, as one signal's accounts are); every other
+        signal runs on its own, in arrival order per strategy and symbol as always.
+        """
+        keys: dict[tuple[int, str], int] = {}
+        for signal in burst:
+            key = (signal.strategy_id, signal.symbol)
+            keys[key] = keys.get(key, 0) + 1
+        batch = [s for s in burst if s.is_entry and keys[(s.strategy_id, s.symbol)] == 1]
+        if len(batch) < 2:
+            batch = []
+        batched = {id(s) for s in batch}
+        if batch:
+            slots = [_Slot(self._slots) for _ in batch]
+            shared = asyncio.ensure_future(self._handle_batch(list(zip(batch, slots))))
+            for signal, slot in zip(batch, slots):
+                self._track(self._batch_part(shared, signal, slot), signal)
+        for signal in burst:
+            if id(signal) not in batched:
+                self._track(self._handle_guarded(signal, slot_held=True), signal)
+
+    async def _handle_batch(self, batch: list[tuple[Signal, _Slot]]) -> dict[int, list[_Member | asyncio.Task[str]]]:
+        """`handle` for several entry signals at once: what each signal's outcome per account is waited on.
+
+        The plan lookups are serialized per strategy and symbol as in `handle` (the locks
+        taken in one order); an account and instrument joins the shared group once, and
+        any other plan (a second one on the same account and instrument, or one queued
+        behind its account's earlier signal) runs its own flow.
+        """
+        keys = sorted({(signal.strategy_id, signal.symbol) for signal, _ in batch})
+        locks = [self._plan_locks.setdefault(key, asyncio.Lock()) for key in keys]
+        taken: list[asyncio.Lock] = []
+        try:
+            for lock in locks:
+                await lock.acquire()
+                taken.append(lock)
+            plans_of = await in_db_thread(plans_for_signals)([signal for signal, _ in batch])
+            parts: dict[int, list[_Member | asyncio.Task[str]]] = {}
+            members: list[_Member] = []
+            pairs: set[tuple[int, int]] = set()
+            # Plans that run their own flow start after the group, which so takes its
+            # accounts' in-process leases first: an earlier signal wins over a later one.
+            deferred: list[tuple[list[_Member | asyncio.Task[str]], Signal, TradePlan]] = []
+            for (signal, slot), plans in zip(batch, plans_of):
+                mine: list[_Member | asyncio.Task[str]] = []
+                if not plans:
+                    mine.append(
+                        asyncio.ensure_future(
+                            self._record(
+                                signal,
+                                None,
+                                Outcome.NO_TRADE_SETTING,
+                                "no enabled trade setting (or unknown instrument)",
+                                entry=True,
+                            )
+                        )
+                    )
+                for plan in plans:
+                    previous = self._tails.get((plan.account_id, signal.strategy_id, signal.symbol))
+                    pair = (plan.account_id, plan.instrument_id)
+                    if (previous is None or previous.done()) and pair not in pairs:
+                        pairs.add(pair)
+                        member = _Member(plan, signal, slot=slot)
+                        members.append(member)
+                        mine.append(member)
+                    else:
+                        deferred.append((mine, signal, plan))
+                parts[id(signal)] = mine
+            decided: asyncio.Future[None] | None = None
+            if members:
+                decided = asyncio.get_running_loop().create_future()
+                group = self._members_chain(members, decided)
+                for member in members:
+                    member.group = group
+            for mine, signal, plan in deferred:
+                mine.append(self._chain(signal, plan))
+        finally:
+            for lock in taken:
+                lock.release()
+        if decided is not None:
+            await decided  # every member has its outcome now, or the flow it continues on
+        return parts
+
+    def _members_chain(self, members: list[_Member], decided: asyncio.Future[None]) -> asyncio.Task[list[str]]:
+        """`_group_chain` for the members of several signals."""
+        task = asyncio.ensure_future(self._members_guarded(members, decided))
+        for member in members:
+            key = (member.plan.account_id, member.signal.strategy_id, member.signal.symbol)
+            self._tails[key] = task  # type: ignore[assignment]
+
+            def forget(done: asyncio.Task[list[str]], key: tuple[int, int, str] = key) -> None:
+                if self._tails.get(key) is done:  # type: ignore[comparison-overlap]  # the tail is this group's task
+                    self._tails.pop(key, None)
+
+            task.add_done_callback(forget)
+        return task
+
+    async def _batch_part(
+        self, shared: asyncio.Task[dict[int, list[_Member | asyncio.Task[str]]]], signal: Signal, slot: _Slot
+    ) -> None:
+        """One signal of a batch: waits for its own accounts' outcomes, then gives its slot back."""
+        _SIGNAL_SLOT.set(slot)
+        try:
+            try:
+                parts = await asyncio.shield(shared)
+                for part in parts[id(signal)]:
+                    if isinstance(part, _Member):
+                        if part.solo is not None:
+                            part.outcome = await part.solo
+                        assert part.outcome is not None
+                    else:
+                        await part
+            except asyncio.CancelledError:
+                # As a cancelled `handle` cancels what it awaits: the batch, this signal's
+                # group (which gives its leases back) and its own flows.
+                shared.cancel()
+                if shared.done() and not shared.cancelled() and shared.exception() is None:
+                    for part in shared.result().get(id(signal), []):
+                        for task in (part.group, part.solo) if isinstance(part, _Member) else (part,):
+                            if task is not None:
+                                task.cancel()
+                raise
+            finally:
+                slot.give_back()
+        except Exception as exc:  # one failed trade must not stop the executor
+            log.exception("orders executor: signal %s failed", signal_key(signal))
+            self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
+            with contextlib.suppress(Exception):
+                await self._record(signal, None, Outcome.FAILED, f"unexpected error: {exc!r}", entry=True)
 
     def _track(self, coro: Awaitable[None], signal: Signal) -> None:
         task = asyncio.ensure_future(coro)
@@ -491,18 +635,25 @@ class TradeExecutor:
 
     async def _entry_group_guarded(self, signal: Signal, plans: list[TradePlan]) -> list[str]:
         """The group's outcomes in plan order; an unexpected error records `failed` on every account still open."""
-        members = [_Member(plan) for plan in plans]
+        return await self._members_guarded([_Member(plan, signal) for plan in plans])
+
+    async def _members_guarded(self, members: list[_Member], decided: asyncio.Future[None] | None = None) -> list[str]:
+        """`_entry_group_guarded` for members of one or several signals; `decided` is set once the group itself is done."""
+        first = members[0].signal
         try:
-            await self._entry_group(signal, members)
+            await self._entry_group(first, members)
         except Exception as exc:
-            log.exception("orders executor: signal %s failed on its entry group", signal_key(signal))
+            log.exception("orders executor: signal %s failed on its entry group", signal_key(first))
             self._report(Status.DEGRADED, f"last signal failed: {exc!r}")
             for member in members:
                 if member.outcome is None and member.solo is None:
                     outcome, reason = await failure_outcome(exc, member.cid)
                     member.outcome = await self._record(
-                        signal, member.plan.account_id, outcome, reason, client_order_id=member.cid, entry=True
+                        member.signal, member.plan.account_id, outcome, reason, client_order_id=member.cid, entry=True
                     )
+        finally:
+            if decided is not None and not decided.done():
+                decided.set_result(None)
         outcomes = []
         for member in members:
             if member.solo is not None:
@@ -524,14 +675,15 @@ class TradeExecutor:
         when a group transaction fails: nothing of the group was committed then, or
         (persisting) each lifecycle is retried in its own transaction.
         """
-        key = signal_key(signal)
         refusals: list[Decision] = []
         ready: list[_Member] = []
         try:
             for member in members:
                 plan = member.plan
                 member.cid = client_order_id(
-                    prefix=self.config.client_id_prefix, account_id=plan.account_id, signal_key=key
+                    prefix=self.config.client_id_prefix,
+                    account_id=plan.account_id,
+                    signal_key=signal_key(member.signal),
                 )
                 if plan.metadata_missing:
                     member.refuse(refusals, Outcome.NO_METADATA, plan.metadata_missing)
@@ -545,10 +697,10 @@ class TradeExecutor:
                     self._report(Status.DEGRADED, str(exc))
                     member.refuse(refusals, Outcome.BROKER_NOT_CONFIGURED, str(exc))
                     continue
-                member.spec = self._entry_spec(signal, plan, member.cid)
+                member.spec = self._entry_spec(member.signal, plan, member.cid)
                 local = self._lease_locks.setdefault((plan.account_id, plan.instrument_id), asyncio.Lock())
                 if local.locked():
-                    self._solo(signal, member)
+                    self._solo(member.signal, member)
                     continue
                 await local.acquire()  # free: taken at once, without yielding
                 member.local = local
@@ -579,7 +731,7 @@ class TradeExecutor:
                 decisions.append(
                     Decision(spec.account_id, Outcome.INSUFFICIENT_CAPITAL, str(exc), spec.client_order_id)
                 )
-            signal_outcomes_record_many(signal=signal, decisions=decisions)
+            _outcomes_by_signal(members, decisions)
 
         def reserve() -> lifecycle.EntryBatch:
             if not ready:
@@ -603,7 +755,7 @@ class TradeExecutor:
             for member in members:
                 member.give_back_local()
                 member.outcome = None
-                self._solo(signal, member)
+                self._solo(member.signal, member)
             return
         for member in members:
             if member.refused is not None:
@@ -613,7 +765,7 @@ class TradeExecutor:
             member.give_back_local()
             assert isinstance(reason, EntryBlocked)
             if any(waiting is member for waiting, _ in waits):
-                self._solo(signal, member, first=reason)
+                self._solo(member.signal, member, first=reason)
             else:
                 member.outcome = self._count(reason.outcome, entry=True)
         for spec, _ in batch.insufficient:
@@ -624,7 +776,7 @@ class TradeExecutor:
             # Another owner holds the lease: this account waits for it on its own.
             member = by_cid[spec.client_order_id]
             member.give_back_local()
-            self._solo(signal, member)
+            self._solo(member.signal, member)
         created = [by_cid[spec.client_order_id] for spec in batch.created]
         if not created:
             return
@@ -647,9 +799,9 @@ class TradeExecutor:
         def before_commit(acked: list[tuple[_Member, BrokerOrder]], persisted: list[str]) -> None:
             # The outcomes commit with the orders they name (and the lease releases).
             placed = set(persisted)
-            signal_outcomes_record_many(
-                signal=signal,
-                decisions=[
+            _outcomes_by_signal(
+                created,
+                [
                     Decision(m.plan.account_id, Outcome.PLACED, f"exchange order {ack.exchange_order_id}", m.cid)
                     for m, ack in acked
                     if m.cid in placed
@@ -680,7 +832,7 @@ class TradeExecutor:
             if isinstance(answer, BrokerOrder):
                 acked.append((member, answer))
             else:
-                unplaced.append(self._group_unplaced(signal, member, answer))
+                unplaced.append(self._group_unplaced(member.signal, member, answer))
         if unplaced:
             await asyncio.gather(*unplaced)
         if not acked:
@@ -696,17 +848,17 @@ class TradeExecutor:
                 signal_key(signal),
                 exc_info=True,
             )
-            await asyncio.gather(*(self._group_persist_one(signal, m, ack) for m, ack in acked))
+            await asyncio.gather(*(self._group_persist_one(m.signal, m, ack) for m, ack in acked))
             return
         now_ns = self._clock_ns()
         for member, ack in acked:
             member.lease_held = False
-            SIGNAL_TO_ACK_SECONDS.observe(max(now_ns - signal.emitted_ns, 0) / 1e9)
+            SIGNAL_TO_ACK_SECONDS.observe(max(now_ns - member.signal.emitted_ns, 0) / 1e9)
             if member.cid in persisted:
                 member.outcome = self._count(Outcome.PLACED, entry=True)
             else:  # persisted before (adopted by reconciliation meanwhile)
                 member.outcome = await self._record(
-                    signal,
+                    member.signal,
                     member.plan.account_id,
                     Outcome.PLACED,
                     f"exchange order {ack.exchange_order_id}",
@@ -880,8 +1032,13 @@ class TradeExecutor:
     def _solo(self, signal: Signal, member: _Member, first: EntryBlocked | None = None) -> None:
         """Continue this account on its own flow (waiting for a lease, a reversal's wait, a group that failed)."""
         plan = member.plan
+        # A member of a batch of signals carries its own signal's slot (a reversal's wait gives it back).
+        context = contextvars.copy_context()
+        if member.slot is not None:
+            context.run(_SIGNAL_SLOT.set, member.slot)
+        loop = asyncio.get_running_loop()
         if first is None:
-            member.solo = asyncio.ensure_future(self._flow_guarded(signal, plan))
+            member.solo = loop.create_task(self._flow_guarded(signal, plan), context=context)
             return
         spec, broker = member.spec, member.broker
         assert spec is not None and broker is not None
@@ -890,7 +1047,7 @@ class TradeExecutor:
             attempt.client_order_id = spec.client_order_id
             return await self._entry_attempts(signal, plan, spec, broker, first=first)
 
-        member.solo = asyncio.ensure_future(self._flow_guarded(signal, plan, continued))
+        member.solo = loop.create_task(self._flow_guarded(signal, plan, continued), context=context)
 
     async def _reserve_and_place(
         self, signal: Signal, plan: TradePlan, spec: IntentSpec, broker: Broker
@@ -1257,6 +1414,21 @@ def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, rea
     )
 
 
+def _outcomes_by_signal(members: Sequence[_Member], decisions: Sequence[Decision]) -> None:
+    """Record `decisions` (of the members' accounts), one `signal_outcomes_record_many` per signal."""
+    signal_of = {member.cid: member.signal for member in members}
+    by_signal: dict[int, tuple[Signal, list[Decision]]] = {}
+    for decision in decisions:
+        signal = signal_of[decision.client_order_id]
+        by_signal.setdefault(id(signal), (signal, []))[1].append(decision)
+    for signal, chosen in by_signal.values():
+        signal_outcomes_record_many(signal=signal, decisions=chosen)
+
+
+# At most this many queued signals are taken together into one batch.
+BATCH_MAX = 64
+
+
 @dataclass
 class _Slot:
     """A signal's share of the executor's concurrency, given back once (at the end, or when it starts waiting)."""
@@ -1280,6 +1452,8 @@ class _Member:
     """One account's entry inside a signal's group: where it stands."""
 
     plan: TradePlan
+    signal: Signal
+    slot: _Slot | None = None  # the signal's slot, when the group holds several signals
     cid: str = ""
     spec: IntentSpec | None = None
     broker: Broker | None = None
@@ -1290,6 +1464,7 @@ class _Member:
     refused: Outcome | None = None  # refused before the reserve transaction (recorded in it)
     outcome: str | None = None
     solo: asyncio.Future[str] | None = None  # continued on its own flow
+    group: asyncio.Task[list[str]] | None = None  # the group's task, in a batch of signals
 
     def refuse(self, refusals: list[Decision], outcome: Outcome, reason: str) -> None:
         self.refused = outcome

@@ -305,6 +305,8 @@ def ledgers_locked(*, account_ids: Sequence[int], rows: Sequence[tuple[Any, ...]
 def ledgers_reserve_checked(*, reservations: Sequence[tuple[int, int, str]]) -> None:
     """Reserve (account, amount, client order id) on ledgers locked and checked by the caller: one update, one journal insert.
 
+    An account may have several reservations (their sum checked by the caller).
+
     For amounts the caller compared with `available` read under the same locks (which
     nothing else can change meanwhile), so no answer is needed and both statements
     travel with the transaction's next round trip (orders.round_trips). Should a
@@ -313,11 +315,14 @@ def ledgers_reserve_checked(*, reservations: Sequence[tuple[int, int, str]]) -> 
     """
     if not reservations:
         return
-    accounts = [account_id for account_id, _, _ in reservations]
-    if len(set(accounts)) != len(accounts):
-        raise ValueError("one reservation per account and statement")
     if any(amount < 0 for _, amount, _ in reservations):
         raise ValueError("a reservation cannot be negative")
+    # Several reservations of one account (entries on different instruments) are one
+    # change of its row; each keeps its own journal entry.
+    totals: dict[int, int] = {}
+    for account_id, amount, _ in reservations:
+        totals[account_id] = totals.get(account_id, 0) + amount
+    accounts = list(totals)
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
     ledger = table(CapitalLedger)
@@ -327,11 +332,11 @@ def ledgers_reserve_checked(*, reservations: Sequence[tuple[int, int, str]]) -> 
             f"FROM unnest(%s::bigint[], %s::numeric(38,0)[]) AS v(account_id, amount) "
             f"WHERE {ledger}.account_id = v.account_id"
         )
-        params: list[Any] = [stamp, accounts, [amount for _, amount, _ in reservations]]
+        params: list[Any] = [stamp, accounts, list(totals.values())]
     else:
-        amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(reservations)) + " END"
+        amount_case = "CASE account_id " + " ".join(["WHEN %s THEN %s"] * len(totals)) + " END"
         case_params: list[Any] = []
-        for account_id, amount, _ in reservations:
+        for account_id, amount in totals.items():
             case_params += [account_id, amount]
         sql = (
             f"UPDATE {ledger} SET reserved_for_orders = reserved_for_orders + {amount_case}, updated_at = %s "

@@ -142,7 +142,7 @@ def entry_intents_create(
     blocked: Callable[[list[IntentSpec], Mapping[str, EntryState]], Mapping[str, T | None]],
     after: Callable[[EntryBatch], None] | None = None,
 ) -> EntryBatch:
-    """`entry_intent_create` for the entries of several accounts (one each), set-based, in one durable transaction.
+    """`entry_intent_create` for the entries of several accounts (one per account and instrument), set-based, in one durable transaction.
 
     Per account the decision is the one `entry_intent_create` makes, in the same
     order: the entry lease (`lease_owners`: client order id -> owner token; taken for
@@ -198,6 +198,8 @@ def entry_intents_create(
                     )
                 )
             else:
+                # An account's next entry of the batch (another instrument) fits in what is left.
+                available[spec.account_id] -= spec.reserve
                 batch.created.append(spec)
         # Compared with `available` read under the locks, which nothing else changes
         # before the commit: the reservations are made as decided.

@@ -8,13 +8,18 @@ its sizes are the site's stored guesses, and an entry sized from them is refused
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
 from feeds.market import fixed_from_decimal
 from orders.money import round_to_step
 from processor.signals import Signal
+
+if TYPE_CHECKING:
+    from orders.selectors import InstrumentRow, SettingRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +60,27 @@ def signal_key(signal: Signal) -> str:
 
 def plans_for_signal(signal: Signal) -> list[TradePlan]:
     """Return a plan per enabled trade setting of the signal's strategy whose account trades that instrument."""
-    from feeds.distribution.metadata_gate import metadata_missing_reason
-    from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
-    from orders.account_audience import account_audience_seen
     from orders.selectors import trade_settings_on_instrument
 
     instrument, settings_list = trade_settings_on_instrument(
         strategy_id=signal.strategy_id, feed=signal.feed, venue_symbol=signal.symbol
     )
+    return _plans(signal, instrument, settings_list)
+
+
+def plans_for_signals(signals: Sequence[Signal]) -> list[list[TradePlan]]:
+    """`plans_for_signal` for each of `signals`, their settings read in one round trip."""
+    from orders.selectors import trade_settings_on_instruments
+
+    found = trade_settings_on_instruments([(s.strategy_id, s.feed, s.symbol) for s in signals])
+    return [_plans(signal, instrument, settings_list) for signal, (instrument, settings_list) in zip(signals, found)]
+
+
+def _plans(signal: Signal, instrument: InstrumentRow | None, settings_list: list[SettingRow]) -> list[TradePlan]:
+    from feeds.distribution.metadata_gate import metadata_missing_reason
+    from feeds.distribution.redispub.metadata import metadata_max_age_s, venue_lists_metadata
+    from orders.account_audience import account_audience_seen
+
     if instrument is None:
         return []
     missing = metadata_missing_reason(

@@ -35,6 +35,7 @@ from orders.models import (
 )
 from orders.models.accounts import Reversal
 from orders.models.lifecycle import TERMINAL_STATUSES, Intent
+from orders.round_trips import fetch_together
 from orders.rows import any_of, table
 
 AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
@@ -125,6 +126,25 @@ def trade_settings_on_instrument(
     No instrument (or no setting) gives (None, []). Decimals are read as text, which
     both databases render exactly as they store them.
     """
+    with connection.cursor() as cursor:
+        cursor.execute(*_settings_statement(strategy_id=strategy_id, feed=feed, venue_symbol=venue_symbol))
+        return _settings_from_rows(cursor.fetchall())
+
+
+def trade_settings_on_instruments(
+    keys: Sequence[tuple[int, str, str]],
+) -> list[tuple[InstrumentRow | None, list[SettingRow]]]:
+    """`trade_settings_on_instrument` for several (strategy id, feed, venue symbol): one round trip on PostgreSQL."""
+    if not keys:
+        return []
+    statements = [
+        _settings_statement(strategy_id=strategy_id, feed=feed, venue_symbol=symbol)
+        for strategy_id, feed, symbol in keys
+    ]
+    return [_settings_from_rows(rows) for rows in fetch_together(statements)]
+
+
+def _settings_statement(*, strategy_id: int, feed: str, venue_symbol: str) -> tuple[str, list[Any]]:
     from feeds.models import Feed, Instrument
 
     sql = (
@@ -135,9 +155,10 @@ def trade_settings_on_instrument(
         f"JOIN {table(Instrument)} i ON i.venue_symbol = %s JOIN {table(Feed)} f ON f.id = i.feed_id AND f.name = %s "
         f"WHERE s.strategy_id = %s AND s.enabled = %s ORDER BY s.account_id, i.id"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [venue_symbol, feed, strategy_id, True])
-        rows = cursor.fetchall()
+    return sql, [venue_symbol, feed, strategy_id, True]
+
+
+def _settings_from_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[InstrumentRow | None, list[SettingRow]]:
     if not rows:
         return None, []
     first = rows[0]
