@@ -13,6 +13,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from core.leases import lease_holder, take_lease
 from core.models import ComponentHealth
+from core.process_heartbeat import ProcessHeartbeat
 from core.schedule import job_named, periodic_jobs, scheduled_interval_s
 from tradingsite.beat_scheduler import BEAT_LEASE, LeasedDatabaseScheduler, send_expiry_s
 from tradingsite.beat_seed import seed_schedule
@@ -65,7 +66,12 @@ def test_a_send_expires_when_the_next_one_is_due() -> None:
 
 
 @pytest.fixture
-def schedulers() -> Iterator[list[LeasedDatabaseScheduler]]:
+def schedulers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[LeasedDatabaseScheduler]]:
+    # Beat's health heartbeat writes from a thread of its own. The in-memory SQLite test
+    # database shares one cache between threads, where such a write makes this thread's
+    # lease write fail at once ("table is locked") instead of waiting as on a database
+    # file; the heartbeat's rows are checked with real beat processes (test_beat_processes).
+    monkeypatch.setattr(ProcessHeartbeat, "start", lambda self: self)
     made: list[LeasedDatabaseScheduler] = []
     yield made
     for scheduler in made:
