@@ -39,7 +39,22 @@ class TradeTerms(models.Model):
         abstract = True
 
 
-class BacktestRun(TradeTerms):
+class ReplayJob(TradeTerms):
+    """What a run and a sweep have alike: the replayed range, the trade terms, the job's status and times."""
+
+    start_ns = models.BigIntegerField()
+    end_ns = models.BigIntegerField()
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class BacktestRun(ReplayJob):
     """One backtest of one strategy kind over recorded ticks; only the run's task writes its progress and result.
 
     Money and quantities are stored as the exact decimals the user typed; the report
@@ -51,17 +66,10 @@ class BacktestRun(TradeTerms):
     params = models.JSONField(default=dict, blank=True)
     feed = models.CharField(max_length=50)
     symbols = models.JSONField(default=list, help_text="Symbols of the replayed instruments on the feed.")
-    start_ns = models.BigIntegerField()
-    end_ns = models.BigIntegerField()
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     ticks_done = models.BigIntegerField(default=0)
     ticks_total = models.BigIntegerField(default=0)
     signals = models.PositiveIntegerField(default=0)
     report = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -78,7 +86,7 @@ class BacktestRun(TradeTerms):
         return min(self.ticks_done / self.ticks_total, 1.0) if self.ticks_total else 0.0
 
 
-class BacktestSweep(TradeTerms):
+class BacktestSweep(ReplayJob):
     """A parameter grid over recorded ticks: one backtest with fills per point, best first by `metric`.
 
     Trade terms as on a run. `results` is the list of points in the chosen metric's
@@ -94,17 +102,10 @@ class BacktestSweep(TradeTerms):
     workers = models.PositiveSmallIntegerField(default=2)
     feed = models.CharField(max_length=50)
     symbols = models.JSONField(default=list)
-    start_ns = models.BigIntegerField()
-    end_ns = models.BigIntegerField()
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     points_done = models.PositiveIntegerField(default=0)
     points_total = models.PositiveIntegerField(default=0)
     ticks = models.BigIntegerField(default=0)
     results = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
