@@ -27,6 +27,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # Worker threads (database_sync_to_async) must not keep connections past a call, or
     # PostgreSQL refuses to drop the test database at the end of the run.
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # The site keeps Django's PBKDF2 (a million rounds, most of a second a password on this
+    # machine); hundreds of users made and logins tried in-process would spend minutes on it.
+    # No test here checks the hash itself, and the site's own processes that tests start keep
+    # the real hasher. The site's hashers stay listed after the fast one, so a password a site
+    # process set still checks here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
 
 
 def _services_missing(item: pytest.Item) -> list[tuple[str, str | None]]:

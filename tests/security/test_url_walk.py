@@ -22,6 +22,9 @@ from django.test import Client
 from tests.security.routes import site_routes
 from tests.security.tenant_world import ROLES, World, live_db_fixture, world_fixture  # noqa: F401  (the fixtures)
 
+# Thousands of cheap in-process requests on one world: CI runs both databases' walks side by side.
+pytestmark = pytest.mark.walk
+
 # (anonymous, other, staff, owner)
 Statuses = tuple[int, int, int, int]
 ROUTES: dict[str, tuple[str, Statuses]] = {}
