@@ -51,7 +51,7 @@ def _cheaper_flush(vendor: str) -> None:
     else:
         return
     django_flush = DatabaseOperations.sql_flush
-    django_emit = flush.emit_post_migrate_signal
+    django_emit = flush.emit_post_migrate_signal  # type: ignore[attr-defined]
     kept: list[bool] = [False]
 
     def sql_flush(
@@ -78,8 +78,8 @@ def _cheaper_flush(vendor: str) -> None:
         if not kept[0]:
             django_emit(verbosity, interactive, db, **kwargs)
 
-    DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign]
-    flush.emit_post_migrate_signal = emit_post_migrate_signal
+    DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign,assignment]
+    flush.emit_post_migrate_signal = emit_post_migrate_signal  # type: ignore[attr-defined]
 
 
 def pytest_configure(config: pytest.Config) -> None:
