@@ -20,7 +20,8 @@ from api.urls import router
 from tests.api.test_api import Trader, traders  # noqa: F401  (fixture: two users with orders, fills, prompts)
 from tests.security.database_contents import Contents, database_contents
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Thousands of in-process requests, no processes, no timing: CI runs it with the other walks.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.walk]
 
 JUNK = [
     "abc",
