@@ -59,11 +59,15 @@ def test_the_last_writes_carry_the_commit_and_the_transaction_is_committed_with_
 def test_no_commit_travels_when_the_block_fails() -> None:
     setup = make_setup()
     calls: list[str] = []
-    with connection.execute_wrapper(_statements(calls)), pytest.raises(RuntimeError):
-        with transaction.atomic(durable=True), statements_batched(commit=True):
-            audit_record_many([{"event": "test.rollback", "account_id": setup.account.pk}])
-            AuditEvent.objects.filter(event="test.rollback").count()
-            raise RuntimeError("the block fails after its writes were sent")
+    with (
+        connection.execute_wrapper(_statements(calls)),
+        pytest.raises(RuntimeError),
+        transaction.atomic(durable=True),
+        statements_batched(commit=True),
+    ):
+        audit_record_many([{"event": "test.rollback", "account_id": setup.account.pk}])
+        AuditEvent.objects.filter(event="test.rollback").count()
+        raise RuntimeError("the block fails after its writes were sent")
     assert calls and not any("COMMIT" in sql for sql in calls)
     assert not AuditEvent.objects.filter(event="test.rollback").exists()
 
