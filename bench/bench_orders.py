@@ -19,8 +19,8 @@ BENCH_DB_THREADS=N runs the throughput parts on an N-thread database pool instea
 the loop's default. DEBUG is off unless set (as in production: with it on, Django logs
 and keeps every statement); the channel layer is Redis's when REDIS_URL is set.
 
-Needs PostgreSQL: DATABASE_URL if it is one, else BENCH_DATABASE_URL (default
-postgres://postgres@127.0.0.1:5432/tradingsite_bench, created and migrated if missing).
+Needs PostgreSQL: BENCH_DATABASE_URL when set, else DATABASE_URL if it is one, else
+postgres://postgres@127.0.0.1:5432/tradingsite_bench (created and migrated if missing).
 Run: .venv/bin/python bench/bench_orders.py   (prints figures; asserts nothing about time)
 """
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.postgres import ensure_database, use_bench_database  # noqa: E402
 
-use_bench_database()
+use_bench_database(bench_url_first=True)
 # Measured as it runs in production: DEBUG on makes every statement a logged, recorded one.
 os.environ.setdefault("DEBUG", "0")
 if os.environ["DEBUG"] in ("0", "false", "False", "off"):
@@ -74,7 +74,7 @@ def _make_accounts(run: str, accounts: int, strategies_per_account: int) -> list
         )
     result = []
     for n in range(accounts):
-        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
+        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=None)
         account = Account.objects.create(owner=user, name="bench", allocated_capital=Decimal("100000000"))
         ledger_open(account=account)
         strategies = Strategy.objects.bulk_create(
@@ -116,7 +116,7 @@ def _make_shared(run: str, accounts: int, strategies: int) -> list[tuple[int, st
         ]
     )
     for n in range(accounts):
-        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=uuid.uuid4().hex)
+        user = get_user_model().objects.create_user(username=f"bench-{run}-{n}", password=None)
         account = Account.objects.create(owner=user, name="bench", allocated_capital=Decimal("100000000"))
         ledger_open(account=account)
         TradeSetting.objects.bulk_create(

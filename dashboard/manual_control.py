@@ -22,7 +22,12 @@ from django.contrib.auth.models import User
 from core.fixed_point import fixed_to_str
 from core.push_groups import user_group
 from dashboard.models import ControlAction
-from dashboard.selectors import entries_halted, entries_halted_many
+from dashboard.selectors import (
+    entries_halted,
+    entries_halted_from_rows,
+    entries_halted_many,
+    entries_halted_many_statement,
+)
 from dashboard.services import _audit, _push_controls_rollback_unsafe
 from orders import manual
 from orders.manual import ManualDesk, ManualOutcome, ManualRefused
@@ -68,10 +73,30 @@ def site_entry_gate(account_id: int) -> str | None:
     return entries_halted(account_id=account_id) or entry_risk_refusal(account_id)
 
 
-def site_entry_gate_many(account_ids: Sequence[int]) -> dict[int, str | None]:
-    """site_entry_gate for a signal's accounts, the kill switches read in one statement."""
-    halted = entries_halted_many(account_ids=account_ids)
-    return {pk: halted[pk] or entry_risk_refusal(pk) for pk in account_ids}
+class _SiteEntryGateMany:
+    """site_entry_gate for a signal's accounts, the kill switches read in one statement.
+
+    Called with the account ids it reads the switches itself. `statement` and
+    `from_rows` split that read, so the trade executor sends it in the reserve
+    transaction's first message, after the ledger row locks (the answer is the same:
+    read under the locks, on its own snapshot).
+    """
+
+    def __call__(self, account_ids: Sequence[int]) -> dict[int, str | None]:
+        return self._decide(account_ids, entries_halted_many(account_ids=account_ids))
+
+    def statement(self, account_ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return entries_halted_many_statement(account_ids=account_ids)
+
+    def from_rows(self, account_ids: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> dict[int, str | None]:
+        return self._decide(account_ids, entries_halted_from_rows(account_ids=account_ids, rows=rows))
+
+    @staticmethod
+    def _decide(account_ids: Sequence[int], halted: dict[int, str | None]) -> dict[int, str | None]:
+        return {pk: halted[pk] or entry_risk_refusal(pk) for pk in account_ids}
+
+
+site_entry_gate_many = _SiteEntryGateMany()
 
 
 def _clean_reason(reason: str) -> str:

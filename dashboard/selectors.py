@@ -8,6 +8,7 @@ accounts (through a trade setting), and those strategies' signals and outputs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
@@ -169,12 +170,23 @@ def entries_halted_many(*, account_ids: Sequence[int]) -> dict[int, str | None]:
     """
     from django.db import connection
 
+    sql, params = entries_halted_many_statement(account_ids=account_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return entries_halted_from_rows(account_ids=account_ids, rows=cursor.fetchall())
+
+
+def entries_halted_many_statement(*, account_ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """The statement of `entries_halted_many`, to send with others (the reserve's lock message); rows to `entries_halted_from_rows`."""
     from orders.rows import any_of, table
 
     where, params = any_of("scope", [GLOBAL_SCOPE, *(account_scope(pk) for pk in account_ids)])
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT scope, reason FROM {table(KillSwitch)} WHERE engaged = %s AND {where}", [True, *params])
-        engaged = dict(cursor.fetchall())
+    return f"SELECT scope, reason FROM {table(KillSwitch)} WHERE engaged = %s AND {where}", [True, *params]
+
+
+def entries_halted_from_rows(*, account_ids: Sequence[int], rows: Sequence[tuple[str, str]]) -> dict[int, str | None]:
+    """`entries_halted_many`'s answer from the rows of its statement."""
+    engaged = dict(rows)
     halted: dict[int, str | None] = {}
     for pk in account_ids:
         scope = GLOBAL_SCOPE if GLOBAL_SCOPE in engaged else account_scope(pk)

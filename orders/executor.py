@@ -49,7 +49,7 @@ from orders.models.accounts import Reversal
 from orders.models.lifecycle import Intent, OrderSide, OrderType, PositionSide
 from orders.models.outcomes import Outcome
 from orders.money import entry_reservation, round_to_step
-from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_many
+from orders.outcomes import Decision, outcome_counter, signal_outcome_record, signal_outcomes_record_batch
 from orders.plans import TradePlan, plans_for_signal, plans_for_signals, signal_key
 from orders.resolution import failure_outcome
 from orders.sync import order_sync
@@ -737,12 +737,17 @@ class TradeExecutor:
             if not ready:
                 record(lifecycle.EntryBatch())
                 return lifecycle.EntryBatch()
+            specs = [member.spec for member in ready if member.spec is not None]
+            gate_read = self._gate_read(specs)
             return lifecycle.entry_intents_create(
-                specs=[member.spec for member in ready if member.spec is not None],
+                specs=specs,
                 lease_owners={member.cid: member.owner for member in ready},
                 lease_ttl_s=self.config.lock_ttl_s,
-                blocked=self._blocked_many,
+                blocked=lambda contenders, states, rows: self._blocked_many(
+                    contenders, states, gates=gate_read(rows[0]) if gate_read is not None else None
+                ),
                 after=record,
+                reads=[gate_read.statement] if gate_read is not None else [],
             )
 
         try:
@@ -1131,20 +1136,36 @@ class TradeExecutor:
         """
         return self._blocked_many([spec])[spec.client_order_id]
 
+    def _gate_read(self, specs: Sequence[IntentSpec]) -> _GateRead | None:
+        """The kill switch read of `specs`' accounts as a statement to send with the reserve's locks, where the gate offers one."""
+        gate = self._entry_gate_many
+        statement_of = getattr(gate, "statement", None)
+        from_rows = getattr(gate, "from_rows", None)
+        if gate is None or not callable(statement_of) or not callable(from_rows) or not specs:
+            return None
+        account_ids = sorted({spec.account_id for spec in specs})
+        return _GateRead(statement_of(account_ids), lambda rows: from_rows(account_ids, rows))
+
     def _blocked_many(
-        self, specs: list[IntentSpec], states: Mapping[str, selectors.EntryState] | None = None
+        self,
+        specs: list[IntentSpec],
+        states: Mapping[str, selectors.EntryState] | None = None,
+        *,
+        gates: Mapping[int, str | None] | None = None,
     ) -> dict[str, EntryBlocked | None]:
         """`_blocked` for the entries of several accounts: the kill switches (one read with `entry_gate_many`), the state in one read.
 
         `states`: the entries' states, read already under the locks (the group's reserve
-        transaction reads them with the locks, in one round trip).
+        transaction reads them with the locks, in one round trip); `gates`: the kill
+        switches' answer, read in that same round trip.
         """
         reasons: dict[str, EntryBlocked | None] = {}
         checked = []
-        if self._entry_gate_many is not None:
-            gates = self._entry_gate_many(sorted({spec.account_id for spec in specs}))
-        else:
-            gates = {spec.account_id: self._entry_gate(spec.account_id) for spec in specs}
+        if gates is None:
+            if self._entry_gate_many is not None:
+                gates = self._entry_gate_many(sorted({spec.account_id for spec in specs}))
+            else:
+                gates = {spec.account_id: self._entry_gate(spec.account_id) for spec in specs}
         for spec in specs:
             halted = gates.get(spec.account_id)
             if halted:
@@ -1415,14 +1436,13 @@ def _outcome_write(signal: Signal, account_id: int | None, outcome: Outcome, rea
 
 
 def _outcomes_by_signal(members: Sequence[_Member], decisions: Sequence[Decision]) -> None:
-    """Record `decisions` (of the members' accounts), one `signal_outcomes_record_many` per signal."""
+    """Record `decisions` (of the members' accounts), grouped by signal, in one `signal_outcomes_record_batch`."""
     signal_of = {member.cid: member.signal for member in members}
     by_signal: dict[int, tuple[Signal, list[Decision]]] = {}
     for decision in decisions:
         signal = signal_of[decision.client_order_id]
         by_signal.setdefault(id(signal), (signal, []))[1].append(decision)
-    for signal, chosen in by_signal.values():
-        signal_outcomes_record_many(signal=signal, decisions=chosen)
+    signal_outcomes_record_batch(list(by_signal.values()))
 
 
 # At most this many queued signals are taken together into one batch.
@@ -1519,6 +1539,17 @@ class _Lease:
 
     def release(self) -> None:
         lock_release(account_id=self.account_id, scope=self.scope, owner=self.owner)
+
+
+@dataclass(frozen=True)
+class _GateRead:
+    """The kill switch read of a reserve transaction: its statement, and the answer from its rows."""
+
+    statement: tuple[str, Sequence[Any]]
+    answer: Callable[[Sequence[Any]], Mapping[int, str | None]]
+
+    def __call__(self, rows: Sequence[Any]) -> Mapping[int, str | None]:
+        return self.answer(rows)
 
 
 # ---- the decision under the ledger lock (inside the reserve transaction) --------------------

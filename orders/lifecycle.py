@@ -139,8 +139,9 @@ def entry_intents_create(
     specs: Sequence[IntentSpec],
     lease_owners: Mapping[str, str],
     lease_ttl_s: float,
-    blocked: Callable[[list[IntentSpec], Mapping[str, EntryState]], Mapping[str, T | None]],
+    blocked: Callable[[list[IntentSpec], Mapping[str, EntryState], Sequence[Sequence[Any]]], Mapping[str, T | None]],
     after: Callable[[EntryBatch], None] | None = None,
+    reads: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> EntryBatch:
     """`entry_intent_create` for the entries of several accounts (one per account and instrument), set-based, in one durable transaction.
 
@@ -153,15 +154,17 @@ def entry_intents_create(
     the intents in one insert. An account whose lease another owner holds is left out
     untouched (`held`); one refused or without the capital gives its lease back in the
     same transaction and has nothing else written. `after` runs last in the
-    transaction with the result (the executor records the outcomes there).
+    transaction with the result (the executor records the outcomes there). `reads`:
+    more row-returning statements for `blocked` (the kill switches), sent after the
+    state read; their rows are its third argument, in order.
 
-    The lease, lock and state statements go in one round trip, and every write after
-    `blocked` in one more (orders.round_trips): on PostgreSQL each statement of a round
-    trip still runs on its own snapshot, in order, so the state read sees everything
-    committed before the locks were granted.
+    The lease, lock, state statements and `reads` go in one round trip, and every
+    write after `blocked` with the COMMIT in one more (orders.round_trips): on
+    PostgreSQL each statement of a round trip still runs on its own snapshot, in
+    order, so the state read sees everything committed before the locks were granted.
     """
     batch = EntryBatch()
-    with transaction.atomic(durable=True), statements_batched():
+    with transaction.atomic(durable=True), statements_batched(commit=True):
         leases = {
             spec.client_order_id: (spec.account_id, entry_scope(spec.instrument_id), lease_owners[spec.client_order_id])
             for spec in specs
@@ -174,8 +177,10 @@ def entry_intents_create(
             ledger_service.ledgers_lock_statement(account_ids=account_ids),
             entry_states_statement(entries),
         ]
-        lease_rows, ledger_rows, state_rows = (
-            fetch_together([statement for statement in statements if statement is not None]) if specs else ([], [], [])
+        lease_rows, ledger_rows, state_rows, *read_rows = (
+            fetch_together([*(statement for statement in statements if statement is not None), *reads])
+            if specs
+            else [[], [], [], *([] for _ in reads)]
         )
         taken = locks_taken(leases=list(leases.values()), rows=lease_rows, started=started)
         # The ledgers of accounts whose lease another owner holds are locked too (and
@@ -185,7 +190,7 @@ def entry_intents_create(
         contenders: list[IntentSpec] = []
         for spec in specs:
             (contenders if leases[spec.client_order_id][2] in taken else batch.held).append(spec)
-        reasons = blocked(contenders, states) if contenders else {}
+        reasons = blocked(contenders, states, read_rows) if contenders else {}
         for spec in contenders:
             reason = reasons.get(spec.client_order_id)
             if reason is not None:
@@ -493,7 +498,7 @@ def lifecycle_persist_many(
     persisted: list[str] = []
     # The ledger locks and the hand-over share a round trip, the writes after the
     # positions another (orders.round_trips); `on_begin`'s writes travel with the first.
-    with transaction.atomic(durable=True), statements_batched(), audit_batch():
+    with transaction.atomic(durable=True), statements_batched(commit=True), audit_batch():
         if on_begin is not None:
             on_begin()
         by_cid = {ack.broker_order.client_order_id: ack for ack in orders}

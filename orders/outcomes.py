@@ -23,7 +23,7 @@ from django.utils import timezone
 from core.push_groups import user_group
 from orders.account_audience import account_owner_and_name
 from orders.audit import audit_record, audit_record_many
-from orders.events import send_after_commit
+from orders.events import messages_after_commit
 from orders.metrics import SIGNAL_OUTCOMES
 from orders.models import SignalOutcome
 from orders.models.outcomes import NOT_SETTLED, SETTLED_TRADED, Outcome
@@ -151,69 +151,82 @@ def signal_outcomes_record_many(*, signal: Signal, decisions: Sequence[Decision]
     writes. A DUPLICATE (the same signal seen again) is audited and counted but never
     touches the signal's row: that row belongs to the handling that created the intent.
     """
-    if not decisions:
-        return
-    key = signal_key(signal)
-    kind = str(signal.kind)
+    signal_outcomes_record_batch([(signal, decisions)])
+
+
+def signal_outcomes_record_batch(items: Sequence[tuple[Signal, Sequence[Decision]]]) -> None:
+    """`signal_outcomes_record_many` for several signals at once: one upsert, one audit insert, one push for all.
+
+    A batch of signals (one account each) decided in one transaction writes its outcomes
+    in one statement instead of one per signal; each row, event and metric is the one
+    `signal_outcomes_record_many` writes for its signal.
+    """
     now = timezone.now()
-    head = (
-        signal.strategy_id,
-        signal.strategy_name[:60],
-        signal.feed[:50],
-        signal.symbol[:120],
-        kind,
-        signal.output_id,
-        signal.occurrence_ns,
-    )
-    details = {"signal_key": key, "output_id": signal.output_id}
-    rows = []
-    audits = []
-    for decision in decisions:
-        outcome = str(decision.outcome)
-        if decision.outcome != Outcome.DUPLICATE:
-            rows.append(
-                (key, decision.account_id, *head, outcome, decision.reason[:500], decision.client_order_id, now, now)
-            )
-        audits.append(
-            {
-                "event": f"signal.{outcome}",
-                "account_id": decision.account_id,
-                "strategy_id": signal.strategy_id,
-                "client_order_id": decision.client_order_id,
-                "message": f"{signal.strategy_name} {signal.kind} {signal.symbol}: "
-                f"{decision.reason or Outcome(decision.outcome).label}",
-                "details": details,
-            }
+    rows: list[tuple[Any, ...]] = []
+    audits: list[dict[str, Any]] = []
+    pushes: list[tuple[int, dict[str, Any]]] = []
+    counted: list[tuple[str, str]] = []
+    decided_at = now.isoformat()
+    for signal, decisions in items:
+        if not decisions:
+            continue
+        key = signal_key(signal)
+        kind = str(signal.kind)
+        head = (
+            signal.strategy_id,
+            signal.strategy_name[:60],
+            signal.feed[:50],
+            signal.symbol[:120],
+            kind,
+            signal.output_id,
+            signal.occurrence_ns,
         )
+        details = {"signal_key": key, "output_id": signal.output_id}
+        for decision in decisions:
+            outcome = str(decision.outcome)
+            reason = decision.reason[:500]
+            if decision.outcome != Outcome.DUPLICATE:
+                rows.append((key, decision.account_id, *head, outcome, reason, decision.client_order_id, now, now))
+                pushes.append(
+                    (
+                        decision.account_id,
+                        _outcome_message(
+                            strategy_id=signal.strategy_id,
+                            feed=head[2],
+                            symbol=head[3],
+                            kind=kind,
+                            output_id=signal.output_id,
+                            occurrence_ns=signal.occurrence_ns,
+                            account_id=decision.account_id,
+                            outcome=outcome,
+                            reason=reason,
+                            client_order_id=decision.client_order_id,
+                            decided_at=decided_at,
+                        ),
+                    )
+                )
+            audits.append(
+                {
+                    "event": f"signal.{outcome}",
+                    "account_id": decision.account_id,
+                    "strategy_id": signal.strategy_id,
+                    "client_order_id": decision.client_order_id,
+                    "message": f"{signal.strategy_name} {signal.kind} {signal.symbol}: "
+                    f"{decision.reason or Outcome(decision.outcome).label}",
+                    "details": details,
+                }
+            )
+            counted.append((kind, outcome))
+    if not audits:
+        return
     with transaction.atomic(savepoint=False):
         if rows:
             _outcomes_upsert(rows)
         audit_record_many(audits)
-        if rows:
-            decided_at = now.isoformat()
-            _push_events_on_commit(
-                [
-                    (
-                        row[1],
-                        _outcome_message(
-                            strategy_id=signal.strategy_id,
-                            feed=row[4],
-                            symbol=row[5],
-                            kind=kind,
-                            output_id=signal.output_id,
-                            occurrence_ns=signal.occurrence_ns,
-                            account_id=row[1],
-                            outcome=row[9],
-                            reason=row[10],
-                            client_order_id=row[11],
-                            decided_at=decided_at,
-                        ),
-                    )
-                    for row in rows
-                ]
-            )
-    for decision in decisions:
-        outcome_counter(kind, str(decision.outcome)).inc()
+        if pushes:
+            _push_events_on_commit(pushes)
+    for kind, outcome in counted:
+        outcome_counter(kind, outcome).inc()
 
 
 def _outcomes_upsert(rows: list[tuple[Any, ...]]) -> None:
@@ -338,12 +351,9 @@ def _push_outcome_on_commit(row: SignalOutcome) -> None:
         return
     owners, account_name = audience
     message = {**event, "account_name": account_name}
-
-    async def send() -> None:
-        for owner_id in owners:
-            await layer.group_send(user_group(owner_id), message)
-
-    send_after_commit(send, f"signal outcome push for account {row.account_id}")
+    messages_after_commit(
+        [(user_group(owner_id), message) for owner_id in owners], f"signal outcome push for account {row.account_id}"
+    )
 
 
 def _push_events_on_commit(events: Sequence[tuple[int, dict[str, Any]]]) -> None:
@@ -351,7 +361,7 @@ def _push_events_on_commit(events: Sequence[tuple[int, dict[str, Any]]]) -> None
     layer = get_channel_layer()
     if layer is None or not events:
         return
-    messages: list[tuple[int, dict[str, Any]]] = []
+    messages: list[tuple[str, dict[str, Any]]] = []
     for account_id, event in events:
         try:
             audience = _audience(account_id, event["strategy_id"])
@@ -362,15 +372,8 @@ def _push_events_on_commit(events: Sequence[tuple[int, dict[str, Any]]]) -> None
             continue
         owners, account_name = audience
         message = {**event, "account_name": account_name}
-        messages.extend((owner_id, message) for owner_id in owners)
-    if not messages:
-        return
-
-    async def send() -> None:
-        for owner_id, message in messages:
-            await layer.group_send(user_group(owner_id), message)
-
-    send_after_commit(send, f"signal outcome push for {len(events)} accounts")
+        messages.extend((user_group(owner_id), message) for owner_id in owners)
+    messages_after_commit(messages, f"signal outcome push for {len(events)} accounts")
 
 
 def _audience(account_id: int | None, strategy_id: int | None) -> tuple[list[int], str] | None:

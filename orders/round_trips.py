@@ -29,9 +29,9 @@ Statement = tuple[str, Sequence[Any]]
 
 class _Batch:
     def __init__(self) -> None:
-        self.pending: list[Statement] = []
+        self.pending: list[tuple[str, Sequence[Any] | None]] = []
 
-    def take(self) -> list[Statement]:
+    def take(self) -> list[tuple[str, Sequence[Any] | None]]:
         pending, self.pending = self.pending, []
         return pending
 
@@ -69,20 +69,44 @@ def _with_pending(execute: Any, sql: Any, params: Any, many: bool, context: Mapp
     return result
 
 
-def _flush(batch: _Batch) -> None:
+def _flush(batch: _Batch, *, commit: bool = False) -> None:
     pending = batch.take()
     if pending:
+        if commit and _commits_next():
+            # The transaction's COMMIT travels with its last writes. The server ends the
+            # transaction here; the atomic block's own commit, which follows at once,
+            # then finds no transaction open and sends nothing. A failure of the COMMIT
+            # (a deferred constraint) raises here, inside the block, which rolls back.
+            pending.append(("COMMIT", None))
         sql, params = _combined(pending)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
 
 
+def _commits_next() -> bool:
+    """The block ends the outermost atomic block, which is about to commit (no savepoint, nothing marked for rollback)."""
+    return (
+        connection.in_atomic_block
+        and len(connection.atomic_blocks) == 1
+        and not connection.savepoint_ids
+        and not connection.needs_rollback
+        and not connection.closed_in_transaction
+        and connection.commit_on_exit
+    )
+
+
 @contextmanager
-def statements_batched() -> Iterator[None]:
+def statements_batched(*, commit: bool = False) -> Iterator[None]:
     """Let `execute_later` statements of this block share round trips; everything is sent when the block ends.
 
     Open it inside the transaction (it must end before the commit). On an error the
     waiting statements are dropped with the transaction they belonged to.
+
+    `commit`: the block is the last thing of a durable transaction
+    (`with transaction.atomic(durable=True), statements_batched(commit=True):`), so
+    its last message also carries the COMMIT: one round trip less per transaction. It
+    does only when the atomic block is the outermost one and is going to commit;
+    inside another (a test's transaction) the commit is left to the atomic block.
     """
     if connection.vendor != "postgresql" or _BATCH.get() is not None:
         yield
@@ -92,7 +116,7 @@ def statements_batched() -> Iterator[None]:
     try:
         with connection.execute_wrapper(_with_pending):
             yield
-            _flush(batch)
+            _flush(batch, commit=commit)
     finally:
         _BATCH.reset(token)
 

@@ -134,14 +134,41 @@ def trade_settings_on_instrument(
 def trade_settings_on_instruments(
     keys: Sequence[tuple[int, str, str]],
 ) -> list[tuple[InstrumentRow | None, list[SettingRow]]]:
-    """`trade_settings_on_instrument` for several (strategy id, feed, venue symbol): one round trip on PostgreSQL."""
+    """`trade_settings_on_instrument` for several (strategy id, feed, venue symbol): one statement on PostgreSQL.
+
+    PostgreSQL reads every key in one set-based statement (the keys as arrays, each row
+    tagged with its key's position), planned once however many signals a batch holds;
+    SQLite runs the one-key statement per key.
+    """
     if not keys:
         return []
-    statements = [
-        _settings_statement(strategy_id=strategy_id, feed=feed, venue_symbol=symbol)
-        for strategy_id, feed, symbol in keys
-    ]
-    return [_settings_from_rows(rows) for rows in fetch_together(statements)]
+    if connection.vendor != "postgresql":
+        statements = [
+            _settings_statement(strategy_id=strategy_id, feed=feed, venue_symbol=symbol)
+            for strategy_id, feed, symbol in keys
+        ]
+        return [_settings_from_rows(rows) for rows in fetch_together(statements)]
+    from feeds.models import Feed, Instrument
+
+    sql = (
+        f"SELECT k.n, i.id, CAST(i.tick_size AS TEXT), CAST(i.lot_size AS TEXT), "
+        f"CAST(i.contract_multiplier AS TEXT), f.venue, i.metadata_refreshed_at, i.metadata_problem, "
+        f"s.account_id, a.owner_id, a.broker, s.mode, CAST(s.quantity AS TEXT), s.order_type, a.name "
+        f"FROM unnest(CAST(%s AS bigint[]), CAST(%s AS text[]), CAST(%s AS text[])) WITH ORDINALITY "
+        f"AS k(strategy_id, feed, venue_symbol, n) "
+        f"JOIN {table(TradeSetting)} s ON s.strategy_id = k.strategy_id AND s.enabled = %s "
+        f"JOIN {table(Account)} a ON a.id = s.account_id "
+        f"JOIN {table(Instrument)} i ON i.venue_symbol = k.venue_symbol "
+        f"JOIN {table(Feed)} f ON f.id = i.feed_id AND f.name = k.feed "
+        f"ORDER BY k.n, s.account_id, i.id"
+    )
+    params: list[Any] = [[key[0] for key in keys], [key[1] for key in keys], [key[2] for key in keys], True]
+    by_key: list[list[tuple[Any, ...]]] = [[] for _ in keys]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for row in cursor.fetchall():
+            by_key[row[0] - 1].append(row[1:])
+    return [_settings_from_rows(rows) for rows in by_key]
 
 
 def _settings_statement(*, strategy_id: int, feed: str, venue_symbol: str) -> tuple[str, list[Any]]:
