@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 class ExecutionSubscriber:
     outputs: Callable[[OutputBatch], None]
     signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
+    # `outputs` raised: the route degrades, and the batch's signals are still emitted.
+    output_failed: Callable[[BaseException], None]
     position_changed: Callable[[StrategyExecution], None]
     failed: Callable[[StrategyExecution, BaseException], None]
 
@@ -241,7 +243,10 @@ class StrategyExecution:
         first_seq = self._next_seq
         self._next_seq = first_seq + len(rows)
         batch = OutputBatch(*self._batch_head, first_seq, rows)
-        subscriber.outputs(batch)
+        try:
+            subscriber.outputs(batch)
+        except Exception as exc:  # costs nothing until it happens
+            subscriber.output_failed(exc)
         if signal_rows:
             self._signal(subscriber, batch, signal_rows)
 

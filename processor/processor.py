@@ -41,7 +41,7 @@ from processor.commands import (
 )
 from processor.held import HeldPositionLookup, nothing_held
 from processor.mailbox import MAILBOX_CAPACITY, ROUTE_MAILBOX_CAPACITY, Mailbox
-from processor.outputs import OutputBatch, StrategyOutput
+from processor.outputs import StrategyOutput
 from processor.readiness import Readiness, processor_readiness
 from processor.routing import (
     Active,
@@ -427,21 +427,19 @@ class Processor:
             held_position=self._held_position,
             handed_over=handed_over,
         )
-        # Subscribed before start: the first output of the first execution has a reader.
-        sink_outputs = self._sink.outputs
 
-        def outputs(batch: OutputBatch) -> None:
-            # Once per strategy, instrument and feed batch: one frame between the execution and the sink.
-            try:
-                sink_outputs(batch)
-            except Exception as exc:
-                log.exception("processor: output sink failed for %s", batch.strategy_name)
-                self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
+        # Subscribed before start: the first output of the first execution has a reader.
+        # The sink's own method, called once per strategy, instrument and fold; the
+        # execution reports a failure of it without a wrapper call per batch.
+        def output_failed(exc: BaseException) -> None:
+            log.error("processor: output sink failed for %s", spec.name, exc_info=exc)
+            self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
 
         executor.subscribe(
             ExecutorSubscriber(
-                outputs=outputs,
+                outputs=self._sink.outputs,
                 signals=functools.partial(self._route_signals, key, route_instance_id),
+                output_failed=output_failed,
             )
         )
         executor.start()
