@@ -116,6 +116,9 @@ class Processor:
         self._turn_instrument_ticks = max(1, mailbox_capacity // 2)
         # Slices of a queued feed batch that did not fit the last turn: the next one starts with them.
         self._held_slices: deque[tuple[str, Sequence[Any]]] = deque()
+        # feed -> venue symbol -> the last trade routed (whether a route took it or not):
+        # a route added later backfills at least up to it.
+        self._last_routed: dict[str, dict[str, MarketData]] = {}
         self._clock_ns = clock_ns
         self._on_readiness = on_readiness
         self.snapshot = RoutingSnapshot()
@@ -282,8 +285,6 @@ class Processor:
 
     def route(self, feed: str, events: Sequence[Any]) -> None:
         """Offer each route the trades in `events` of the instruments it trades, one mailbox item each."""
-        if feed not in self.snapshot.deliveries_by_feed:
-            return
         groups: SymbolGroups = {}
         group_trades(events, groups)
         self._route_groups(feed, groups)
@@ -295,6 +296,11 @@ class Processor:
         item (a delivery), so the cost per route is one offer per turn, not one per
         instrument, and routes that trade the same symbols share one delivery.
         """
+        marks = self._last_routed.get(feed)
+        if marks is None:
+            marks = self._last_routed[feed] = {}
+        for symbol, ticks in groups.items():
+            marks[symbol] = ticks[-1]
         plan = self.snapshot.deliveries_by_feed.get(feed)
         if not plan or not groups:
             return
@@ -426,6 +432,7 @@ class Processor:
             clock_ns=self._clock_ns,
             held_position=self._held_position,
             handed_over=handed_over,
+            last_routed=self.last_routed,
         )
 
         # Subscribed before start: the first output of the first execution has a reader.
@@ -581,6 +588,12 @@ class Processor:
         assert self._fatal is not None
         reason = await self._fatal
         raise FatalError(f"processor: {reason}")
+
+    def last_routed(self, instrument: FeedSymbol) -> MarketData | None:
+        """The last trade of `instrument` routed so far (to any route, or to none)."""
+        feed, symbol = instrument
+        marks = self._last_routed.get(feed)
+        return None if marks is None else marks.get(symbol)
 
     def instrument_routes(self) -> dict[str, frozenset[FeedSymbol]]:
         """Strategy name -> instruments it is routed on (for diagnostics and tests)."""

@@ -68,6 +68,7 @@ class StrategyExecutor:
         clock_ns: Callable[[], int] = time.time_ns,
         held_position: HeldPositionLookup = nothing_held,
         handed_over: dict[FeedSymbol, Position] | None = None,
+        last_routed: Callable[[FeedSymbol], MarketData | None] = lambda instrument: None,
     ) -> None:
         self.spec = spec
         self._mailbox = strategy_mailbox
@@ -79,6 +80,7 @@ class StrategyExecutor:
         self._mailbox_capacity = mailbox_capacity
         self._clock_ns = clock_ns
         self._held_position = held_position
+        self._last_routed = last_routed  # the last trade the processor routed on an instrument
         self._handed_over = dict(handed_over or {})  # consumed by the first execution of each instrument
         self._routes: dict[FeedSymbol, InstrumentRoute] = {}
         self._wanted: frozenset[FeedSymbol] = frozenset()
@@ -212,6 +214,9 @@ class StrategyExecutor:
             clock_ns=self._clock_ns,
             held_position=self._held_position,
             handed_over=self._handed_over.pop(instrument, None),
+            # Created in the same step as the snapshot that routes it: what was routed
+            # on the instrument until now is the backfill's to hold.
+            routed_before=self._last_routed(instrument),
         )
         # The bridge attaches before start, so the first output already has somewhere to go.
         # It hands the executor subscriber's own callables down: one call per batch, not two.
