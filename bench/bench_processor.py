@@ -9,12 +9,15 @@ Prints, in one run:
 - the example plug-in kinds written on the simple interfaces (`tick_ema` per tick,
   `donchian` per bar) against the built-in `ema`, live 1 x 1 and as bare folds;
 - 50 x 200 fed batch by batch, and from a feed queue that got ahead of the processor
-  (the feed router routes what queued up together); CPU-second figures beside the wall
-  figures, which on a shared machine move with the load;
+  (the feed router routes what queued up together, in turns as large as the mailboxes
+  allow); CPU-second figures beside the wall figures, which on a shared machine move
+  with the load, and the CPU cost per strategy-tick against the 1 x 1 tick's;
+- the strategies' folds over the same chunks as batch by batch, called directly (the
+  limit of feeding batch by batch: the strategies' own cost per call);
 - `manage.py backtest --signals-only` on a CSV against a bare loop that reads the same
   CSV and computes the same EMA crossover.
 
-Run: .venv/bin/python bench/bench_processor.py [--ticks N]
+Run: .venv/bin/python bench/bench_processor.py [--ticks N] [--wide-ticks N]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import asyncio
 import csv
 import gc
+import logging
 import os
 import random
 import statistics
@@ -39,9 +43,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tradingsite.settings")
 import django  # noqa: E402
 
 django.setup()
+logging.getLogger("processor").setLevel(logging.WARNING)  # not a line per route added
 
 from core.fixed_point import SCALE  # noqa: E402
 from feeds.market import FeedData, MarketData  # noqa: E402
+from processor.mailbox import ROUTE_MAILBOX_CAPACITY  # noqa: E402
 from processor.processor import Processor  # noqa: E402
 from processor.specs import StrategySpec  # noqa: E402
 
@@ -261,6 +267,39 @@ def plugin_vs_built_in(ticks: list[MarketData], built_in_rate: float) -> None:
         )
 
 
+def bare_chunk_folds(specs: list[StrategySpec], ticks: list[MarketData], size: int, label: str) -> None:
+    """The limit of the live figures: each strategy's fold over each `size`-tick slice's chunk of each instrument.
+
+    What the processor's executions fold when it routes `size` ticks at a time (one call
+    per strategy, instrument and slice), with nothing around it: no routing, no output
+    batch, no sink. It shows how much of the cost is the strategies' own, per call and
+    per tick.
+    """
+    from processor.strategies import strategy_class
+
+    logics = [{symbol: strategy_class(s.kind)(s.params) for _, symbol in s.instruments} for s in specs]
+    chunked = []
+    for start in range(0, len(ticks), size):
+        groups: dict[str, list[MarketData]] = {}
+        for tick in ticks[start : start + size]:
+            groups.setdefault(tick.symbol, []).append(tick)
+        chunked.append([(symbol, tuple(chunk)) for symbol, chunk in groups.items()])
+    calls = folded = 0
+    started = time.process_time()
+    for chunks in chunked:
+        for by_symbol in logics:
+            for symbol, chunk in chunks:
+                rows: list = []
+                by_symbol[symbol].fold(chunk, rows, [])
+                folded += len(rows)
+        calls += len(chunks) * len(logics)
+    cpu = time.process_time() - started
+    print(
+        f"bare folds of the same 50 x 200 in {size}-tick slices ({label}; {calls:,} calls, {folded / calls:.1f} "
+        f"ticks each): {folded / cpu:,.0f} strategy-ticks per CPU second"
+    )
+
+
 def write_csv(path: Path, ticks: list[MarketData]) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -315,18 +354,23 @@ def main() -> None:
             )
     wide = make_ticks(args.wide_ticks, symbols, seed=2)
     wide_batches = batches_of(wide, BATCH)
+    one_by_one_cost = CPU_SECONDS[0] / len(ticks)  # CPU seconds per tick of the 1 x 1 run
     seen = {}
     for via_feed_queue, label in ((False, "batch by batch"), (True, "from a queued feed")):
         sink = CountingSink()
         elapsed = asyncio.run(run_processor(specs, wide_batches, sink, via_feed_queue=via_feed_queue))
+        cost = CPU_SECONDS[-1] / sink.outputs_seen
         print(
             f"live processor 50 strategies x 200 instruments, {label}: {len(wide) / elapsed:,.0f} ticks/s in, "
             f"{sink.outputs_seen / elapsed:,.0f} strategy-ticks/s, {sink.outputs_seen / CPU_SECONDS[-1]:,.0f} "
-            f"per CPU second ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals)"
+            f"per CPU second ({sink.outputs_seen:,} outputs, {sink.signals_seen:,} signals); "
+            f"{cost * 1e6:.2f} CPU-us per strategy-tick = {cost / one_by_one_cost:.1f}x the 1 x 1 tick"
         )
         seen[label] = (sink.outputs_seen, sink.signals_seen)
     if len(set(seen.values())) != 1:
         raise SystemExit(f"bench: the two ways of feeding disagree: {seen}")
+    bare_chunk_folds(specs, wide, BATCH, "the limit of batch by batch")
+    bare_chunk_folds(specs, wide, ROUTE_MAILBOX_CAPACITY // 2, "a queued feed's routing turn")
 
     latencies = sorted(asyncio.run(latency(zigzag_ticks(20_000))))
     p50 = latencies[len(latencies) // 2] / 1000

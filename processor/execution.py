@@ -40,10 +40,38 @@ from processor.strategies.base import SignalRow, StrategyLogic
 log = logging.getLogger(__name__)
 
 
+# How long a warm-up waits for the recorded history to reach the trade routed just
+# before the execution started (the recorder writes every half second), and how often
+# it reads again meanwhile.
+BACKFILL_CATCH_UP_S = 10.0
+BACKFILL_RETRY_S = 0.1
+
+
+class BackfillBehind(Exception):
+    """The recorded history never reached the last trade routed before the execution started."""
+
+
+def _holds(ticks: Sequence[MarketData], routed: MarketData) -> bool:
+    """Whether backfill `ticks` (in time order) include `routed`, or are past it."""
+    ts = routed.ts_event
+    if ticks[-1].ts_event != ts:
+        return ticks[-1].ts_event > ts
+    if not routed.trade_id:
+        return True  # no id to tell trades at the same time apart: its time is reached
+    for tick in reversed(ticks):
+        if tick.ts_event != ts:
+            return False
+        if tick.trade_id == routed.trade_id:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class ExecutionSubscriber:
     outputs: Callable[[OutputBatch], None]
     signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
+    # `outputs` raised: the route degrades, and the batch's signals are still emitted.
+    output_failed: Callable[[BaseException], None]
     position_changed: Callable[[StrategyExecution], None]
     failed: Callable[[StrategyExecution, BaseException], None]
 
@@ -61,6 +89,7 @@ class StrategyExecution:
         clock_ns: Callable[[], int] = time.time_ns,
         held_position: HeldPositionLookup = nothing_held,
         handed_over: Position | None = None,
+        routed_before: MarketData | None = None,
     ) -> None:
         self.spec = spec
         self.instrument = instrument
@@ -73,6 +102,9 @@ class StrategyExecution:
         # The position this execution resumes: taken over from the execution it replaces
         # (which wins over the ledger), or looked up before backfill. None while unknown.
         self._resuming: Position | None = handed_over
+        # The last trade of this instrument the processor routed before this execution
+        # was routed on it: it never reaches the mailbox, so the backfill must hold it.
+        self._routed_before = routed_before
         self.execution_id = uuid.uuid4().hex[:16]
         self._subscriber: ExecutionSubscriber | None = None
         self._task: asyncio.Task[None] | None = None
@@ -190,9 +222,26 @@ class StrategyExecution:
             subscriber.failed(self, exc)
 
     async def _backfill(self) -> None:
-        end_ns = self._clock_ns()
         feed, symbol = self.instrument
-        ticks = await self._history.ticks(feed, symbol, end_ns - self._backfill_window_ns, end_ns)
+        routed = self._routed_before
+        end_ns = self._end_ns()
+        ticks = list(await self._history.ticks(feed, symbol, end_ns - self._backfill_window_ns, end_ns))
+        # A trade routed just before this execution was (in flight) may not be recorded
+        # yet: a history that records this instrument (it returned ticks) is read again
+        # from its last tick until it holds that trade, or the route degrades.
+        if ticks and routed is not None and not _holds(ticks, routed):
+            deadline = time.monotonic() + BACKFILL_CATCH_UP_S
+            while not _holds(ticks, routed):
+                if time.monotonic() >= deadline:
+                    raise BackfillBehind(
+                        f"warm-up: recorded ticks of {feed}:{symbol} do not reach the last trade routed before "
+                        f"the route started (at {routed.ts_event} ns) after {BACKFILL_CATCH_UP_S:g} s"
+                    )
+                await asyncio.sleep(BACKFILL_RETRY_S)
+                last = ticks[-1].ts_event
+                known = {t.trade_id for t in ticks if t.ts_event == last}
+                more = await self._history.ticks(feed, symbol, last, self._end_ns())
+                ticks += [t for t in more if t.ts_event > last or (t.trade_id is not None and t.trade_id not in known)]
         if not ticks:
             return
         self.logic.warm(ticks)
@@ -200,6 +249,12 @@ class StrategyExecution:
         last = ticks[-1].ts_event
         self._boundary_ns = last
         self._boundary_trade_ids = frozenset(t.trade_id for t in ticks if t.ts_event == last)
+
+    def _end_ns(self) -> int:
+        """The backfill's end (exclusive): now, or past the last trade routed before this execution."""
+        routed = self._routed_before
+        now = self._clock_ns()
+        return now if routed is None else max(now, routed.ts_event + 1)
 
     def _drop_backfilled(self, chunk: Sequence[MarketData]) -> Sequence[MarketData]:
         boundary = self._boundary_ns
@@ -241,7 +296,10 @@ class StrategyExecution:
         first_seq = self._next_seq
         self._next_seq = first_seq + len(rows)
         batch = OutputBatch(*self._batch_head, first_seq, rows)
-        subscriber.outputs(batch)
+        try:
+            subscriber.outputs(batch)
+        except Exception as exc:  # costs nothing until it happens
+            subscriber.output_failed(exc)
         if signal_rows:
             self._signal(subscriber, batch, signal_rows)
 

@@ -13,7 +13,10 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
+# An instrument's mailbox (one execution, waiting while it warms up).
 MAILBOX_CAPACITY = 1024
+# A route's mailbox (one strategy, every instrument it trades): two turns of a backlog.
+ROUTE_MAILBOX_CAPACITY = 16_384
 
 
 class MailboxClosed(Exception):

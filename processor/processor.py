@@ -21,6 +21,7 @@ import functools
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -39,17 +40,20 @@ from processor.commands import (
     TeardownStrategy,
 )
 from processor.held import HeldPositionLookup, nothing_held
-from processor.mailbox import MAILBOX_CAPACITY, Mailbox
-from processor.outputs import OutputBatch, StrategyOutput
+from processor.mailbox import MAILBOX_CAPACITY, ROUTE_MAILBOX_CAPACITY, Mailbox
+from processor.outputs import StrategyOutput
 from processor.readiness import Readiness, processor_readiness
 from processor.routing import (
     Active,
     Degraded,
     RoutingSnapshot,
+    RoutingTurn,
     Stopping,
     StrategyRoute,
+    SymbolGroups,
     build_delivery_plan,
     build_instrument_index,
+    group_trades,
 )
 from processor.signals import Position, Signal
 from processor.sink import StrategyEventSink
@@ -71,6 +75,13 @@ Spawn = Callable[[str, Coroutine[Any, Any, None]], "asyncio.Task[None]"]
 LoadDesired = Callable[[], Awaitable[Sequence[StrategySpec]]]
 
 
+def _slices(batch: FeedData) -> list[tuple[str, Sequence[Any]]]:
+    events = batch.events
+    if len(events) <= MAX_SLICE_TICKS:
+        return [(batch.feed, events)]
+    return [(batch.feed, events[start : start + MAX_SLICE_TICKS]) for start in range(0, len(events), MAX_SLICE_TICKS)]
+
+
 def _create_task(name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     return asyncio.create_task(coro, name=name)
 
@@ -85,6 +96,7 @@ class Processor:
         reconcile_interval_s: float = 1.0,
         backfill_default_ns: int = 0,
         mailbox_capacity: int = MAILBOX_CAPACITY,
+        route_mailbox_capacity: int = ROUTE_MAILBOX_CAPACITY,
         clock_ns: Callable[[], int] = time.time_ns,
         on_readiness: Callable[[Readiness], None] | None = None,
         held_position: HeldPositionLookup = nothing_held,
@@ -96,9 +108,17 @@ class Processor:
         self._reconcile_interval_s = reconcile_interval_s
         self._backfill_default_ns = backfill_default_ns
         self._mailbox_capacity = mailbox_capacity
-        # The most ticks routed in one turn from a backlog: half a mailbox, so a strategy
-        # trading every one of them still has room while its executor catches up.
-        self._coalesce_ticks = max(1, mailbox_capacity // 2)
+        self._route_mailbox_capacity = route_mailbox_capacity
+        # The most ticks routed in one turn from a backlog: half a route's mailbox, and
+        # half an instrument's, so a strategy trading every one of them (or one execution
+        # still warming up) has room for the next turn while it catches up.
+        self._turn_ticks = max(1, route_mailbox_capacity // 2)
+        self._turn_instrument_ticks = max(1, mailbox_capacity // 2)
+        # Slices of a queued feed batch that did not fit the last turn: the next one starts with them.
+        self._held_slices: deque[tuple[str, Sequence[Any]]] = deque()
+        # feed -> venue symbol -> the last trade routed (whether a route took it or not):
+        # a route added later backfills at least up to it.
+        self._last_routed: dict[str, dict[str, MarketData]] = {}
         self._clock_ns = clock_ns
         self._on_readiness = on_readiness
         self.snapshot = RoutingSnapshot()
@@ -150,8 +170,8 @@ class Processor:
         return self._fatal
 
     def backlog(self) -> int:
-        """Ticks queued in every route's mailboxes."""
-        return sum(
+        """Ticks queued in every route's mailboxes, and held by the feed router for its next turn."""
+        return sum(len(events) for _, events in self._held_slices) + sum(
             route.executor.backlog()
             for route in self.snapshot.routes_by_strategy.values()
             if not isinstance(route.state, Degraded)
@@ -219,39 +239,36 @@ class Processor:
     # -- feed router (hot path) -----------------------------------------------------
 
     async def _feed_router(self, feed: asyncio.Queue[FeedData]) -> None:
-        carried: FeedData | None = None
+        pending = self._held_slices
         while True:
-            batch = carried if carried is not None else await feed.get()
-            carried = None
-            # Behind: the batches already queued are routed as one before the strategies
-            # run (up to half a mailbox of ticks), so each folds an instrument's ticks of
-            # several batches in one call. Nothing waits longer for it: the strategies
-            # would have run after those batches were routed anyway.
-            batches = [batch]
-            ticks = len(batch.events)
-            while ticks < self._coalesce_ticks and not feed.empty():
-                queued = feed.get_nowait()
-                if ticks + len(queued.events) > self._coalesce_ticks:
-                    carried = queued
-                    break
-                batches.append(queued)
-                ticks += len(queued.events)
-            if len(batches) == 1:
-                await self.consume(batch)
-            else:
-                await self.consume_queued(batches)
+            if not pending:
+                batch = await feed.get()
+                if feed.empty():
+                    # Nothing else waiting: routed at once, the strategies run right after it.
+                    await self.consume(batch)
+                    continue
+                pending.extend(_slices(batch))
+            # Behind: what queued up is routed as one turn before the strategies run, so
+            # each folds an instrument's ticks of many batches in one call (natural
+            # batching: the turn is only as large as the backlog). Nothing waits longer
+            # for it: the strategies would have run after those batches were routed anyway.
+            turn = RoutingTurn(self._turn_ticks, self._turn_instrument_ticks)
+            while True:
+                if not pending:
+                    if feed.empty():
+                        break
+                    pending.extend(_slices(feed.get_nowait()))
+                if not turn.fits(pending[0][1]):
+                    break  # the rest waits in `pending` for the next turn, in order
+                feed_name, events = pending.popleft()
+                turn.add(feed_name, events)
+            self.route_turn(turn)
+            await asyncio.sleep(0)
 
-    async def consume_queued(self, batches: Sequence[FeedData]) -> None:
-        """Route batches that queued up (each feed's consecutive ones as one), then yield once."""
-        start = 0
-        while start < len(batches):
-            feed = batches[start].feed
-            end = start + 1
-            while end < len(batches) and batches[end].feed == feed:
-                end += 1
-            self.route(feed, [event for queued in batches[start:end] for event in queued.events])
-            start = end
-        await asyncio.sleep(0)
+    def route_turn(self, turn: RoutingTurn) -> None:
+        """Route a turn's trades: one mailbox item per route and feed for the whole turn."""
+        for feed, groups in turn.groups.items():
+            self._route_groups(feed, groups)
 
     async def consume(self, batch: FeedData) -> None:
         """Route one feed batch, then yield so strategies run before the next batch."""
@@ -267,25 +284,25 @@ class Processor:
         await asyncio.sleep(0)
 
     def route(self, feed: str, events: Sequence[Any]) -> None:
-        """Offer each route the trades in `events` of the instruments it trades, one mailbox item each.
+        """Offer each route the trades in `events` of the instruments it trades, one mailbox item each."""
+        groups: SymbolGroups = {}
+        group_trades(events, groups)
+        self._route_groups(feed, groups)
 
-        The batch is cut into per-symbol chunks once; every route gets its chunks as one
-        item (a delivery), so the cost per route is one offer per batch, not one per
+    def _route_groups(self, feed: str, groups: SymbolGroups) -> None:
+        """Offer each route its chunks of `groups` (one feed's trades per symbol) as one item.
+
+        The trades were cut into per-symbol chunks once; every route gets its chunks as one
+        item (a delivery), so the cost per route is one offer per turn, not one per
         instrument, and routes that trade the same symbols share one delivery.
         """
+        marks = self._last_routed.get(feed)
+        if marks is None:
+            marks = self._last_routed[feed] = {}
+        for symbol, ticks in groups.items():
+            marks[symbol] = ticks[-1]
         plan = self.snapshot.deliveries_by_feed.get(feed)
-        if not plan:
-            return
-        groups: dict[str, list[MarketData]] = {}
-        for event in events:
-            # Only trades are routed; other event kinds (mark prices, tickers) are not traded on.
-            if isinstance(event, MarketData):
-                group = groups.get(event.symbol)
-                if group is None:
-                    groups[event.symbol] = [event]
-                else:
-                    group.append(event)
-        if not groups:
+        if not plan or not groups:
             return
         chunks: list[StrategyChunk] = [((feed, symbol), tuple(ticks)) for symbol, ticks in groups.items()]
         total = sum(len(ticks) for ticks in groups.values())
@@ -398,7 +415,7 @@ class Processor:
         handed_over: dict[FeedSymbol, Position] | None = None,
     ) -> StrategyRoute:
         route_instance_id = next(self._route_ids)
-        mailbox: Mailbox[StrategyDelivery] = Mailbox(self._mailbox_capacity)
+        mailbox: Mailbox[StrategyDelivery] = Mailbox(self._route_mailbox_capacity)
         executor = StrategyExecutor(
             spec=spec,
             strategy_mailbox=mailbox,
@@ -415,22 +432,21 @@ class Processor:
             clock_ns=self._clock_ns,
             held_position=self._held_position,
             handed_over=handed_over,
+            last_routed=self.last_routed,
         )
-        # Subscribed before start: the first output of the first execution has a reader.
-        sink_outputs = self._sink.outputs
 
-        def outputs(batch: OutputBatch) -> None:
-            # Once per strategy, instrument and feed batch: one frame between the execution and the sink.
-            try:
-                sink_outputs(batch)
-            except Exception as exc:
-                log.exception("processor: output sink failed for %s", batch.strategy_name)
-                self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
+        # Subscribed before start: the first output of the first execution has a reader.
+        # The sink's own method, called once per strategy, instrument and fold; the
+        # execution reports a failure of it without a wrapper call per batch.
+        def output_failed(exc: BaseException) -> None:
+            log.error("processor: output sink failed for %s", spec.name, exc_info=exc)
+            self.request_degrade(key, route_instance_id, f"output sink failed: {exc!r}")
 
         executor.subscribe(
             ExecutorSubscriber(
-                outputs=outputs,
+                outputs=self._sink.outputs,
                 signals=functools.partial(self._route_signals, key, route_instance_id),
+                output_failed=output_failed,
             )
         )
         executor.start()
@@ -572,6 +588,12 @@ class Processor:
         assert self._fatal is not None
         reason = await self._fatal
         raise FatalError(f"processor: {reason}")
+
+    def last_routed(self, instrument: FeedSymbol) -> MarketData | None:
+        """The last trade of `instrument` routed so far (to any route, or to none)."""
+        feed, symbol = instrument
+        marks = self._last_routed.get(feed)
+        return None if marks is None else marks.get(symbol)
 
     def instrument_routes(self) -> dict[str, frozenset[FeedSymbol]]:
         """Strategy name -> instruments it is routed on (for diagnostics and tests)."""

@@ -105,8 +105,11 @@ class LiveStrategyEvents:
             log, "processor: push to browsers", interval_s=warn_interval_s, monotonic=clock
         )
         self._latest: dict[OutputKey, OutputBatch] = {}
-        self._push_dirty: set[OutputKey] = set()
-        self._store_dirty: set[OutputKey] = set()
+        # The batch each key's last push and last store took: a key whose latest batch is
+        # another one has new outputs. Compared when pushing or storing, a few times a
+        # second, instead of marking keys dirty on every batch.
+        self._pushed: dict[OutputKey, OutputBatch] = {}
+        self._stored: dict[OutputKey, OutputBatch] = {}
         self._push_signals: list[Signal] = []
         self._store_signals: list[tuple[Signal, StrategyOutput]] = []
         self._last_output_store = float("-inf")
@@ -117,10 +120,15 @@ class LiveStrategyEvents:
     # -- the sink (hot path: no I/O) ------------------------------------------------
 
     def outputs(self, batch: OutputBatch) -> None:
-        key = (batch.strategy_id, batch.feed, batch.symbol)
-        self._latest[key] = batch
-        self._push_dirty.add(key)
-        self._store_dirty.add(key)
+        self._latest[(batch.strategy_id, batch.feed, batch.symbol)] = batch
+
+    def _changed(self, taken: dict[OutputKey, OutputBatch]) -> list[OutputKey]:
+        """The keys with outputs newer than what `taken` holds, in key order; `taken` catches up."""
+        changed = sorted(key for key, batch in self._latest.items() if taken.get(key) is not batch)
+        latest = self._latest
+        for key in changed:
+            taken[key] = latest[key]
+        return changed
 
     def signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
         self._hub.publish(signals)
@@ -147,12 +155,9 @@ class LiveStrategyEvents:
     def take_push_messages(self) -> list[dict[str, Any]]:
         """Return the conflated messages for browsers since the last call."""
         messages: list[dict[str, Any]] = []
-        if self._push_dirty:
-            rows = [
-                output_message_row(self._latest[key].last(), self._symbol(key[1], key[2]))
-                for key in sorted(self._push_dirty)
-            ]
-            self._push_dirty = set()
+        changed = self._changed(self._pushed)
+        if changed:
+            rows = [output_message_row(self._latest[key].last(), self._symbol(key[1], key[2])) for key in changed]
             messages.append({"type": OUTPUT_MESSAGE, "outputs": rows})
         if self._push_signals:
             rows = [signal_message_row(s, self._symbol(s.feed, s.symbol)) for s in self._push_signals]
@@ -181,10 +186,11 @@ class LiveStrategyEvents:
         signals, self._store_signals = self._store_signals, []
         outputs: list[StrategyOutput] = []
         now = self._clock()
-        if self._store_dirty and (force_outputs or now - self._last_output_store >= self._output_persist_interval_s):
-            self._last_output_store = now
-            outputs = [self._latest[key].last() for key in sorted(self._store_dirty)]
-            self._store_dirty = set()
+        if force_outputs or now - self._last_output_store >= self._output_persist_interval_s:
+            changed = self._changed(self._stored)
+            if changed:
+                self._last_output_store = now
+                outputs = [self._latest[key].last() for key in changed]
         return signals, outputs
 
     async def flush(self, *, force_outputs: bool = False) -> None:

@@ -8,11 +8,12 @@ dicts that are never touched after construction.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Union
+from typing import Any, Union
 
+from feeds.market import MarketData
 from processor.mailbox import Mailbox
 from processor.specs import FeedSymbol, RouteKey, StrategySpec
 from processor.strategy_executor import StrategyDelivery, StrategyExecutor
@@ -106,3 +107,57 @@ def build_delivery_plan(
             groups.setdefault(frozenset(symbols_of[target]), []).append(target)
         plan[feed] = tuple((symbols, tuple(targets)) for symbols, targets in groups.items())
     return MappingProxyType(plan)
+
+
+# One feed's trades of a routing turn: venue symbol -> its ticks in arrival order.
+SymbolGroups = dict[str, list[MarketData]]
+
+
+def group_trades(events: Sequence[Any], groups: SymbolGroups) -> None:
+    """Append the trades in `events` to their symbol's group, in order.
+
+    Only trades are routed; other event kinds (mark prices, tickers) are not traded on.
+    """
+    for event in events:
+        if isinstance(event, MarketData):
+            group = groups.get(event.symbol)
+            if group is None:
+                groups[event.symbol] = [event]
+            else:
+                group.append(event)
+
+
+class RoutingTurn:
+    """The trades the feed router routes as one turn, grouped per feed and symbol as they come.
+
+    A backlog is routed in turns as large as two bounds allow: `max_ticks`, what one
+    route's mailbox takes as one item, and `max_instrument_ticks`, what one instrument
+    may get, so the mailbox of an execution still warming up keeps room for the next
+    turn. `fits` judges a slice as if all of it were for the instrument that already has
+    the most (its symbols are only counted once it is added); a turn always takes its
+    first slice, so a turn is never empty.
+    """
+
+    __slots__ = ("groups", "largest", "max_instrument_ticks", "max_ticks", "ticks")
+
+    def __init__(self, max_ticks: int, max_instrument_ticks: int) -> None:
+        self.max_ticks = max_ticks
+        self.max_instrument_ticks = max_instrument_ticks
+        self.groups: dict[str, SymbolGroups] = {}  # feed -> its trades per symbol
+        self.ticks = 0  # events added, trades or not
+        self.largest = 0  # the most trades one instrument has in this turn
+
+    def fits(self, events: Sequence[Any]) -> bool:
+        size = len(events)
+        return not self.ticks or (
+            self.ticks + size <= self.max_ticks and self.largest + size <= self.max_instrument_ticks
+        )
+
+    def add(self, feed: str, events: Sequence[Any]) -> None:
+        groups = self.groups.get(feed)
+        if groups is None:
+            groups = self.groups[feed] = {}
+        group_trades(events, groups)
+        self.ticks += len(events)
+        if groups:
+            self.largest = max(self.largest, max(map(len, groups.values())))

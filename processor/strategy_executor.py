@@ -44,6 +44,7 @@ class MailboxOverflow(Exception):
 class ExecutorSubscriber:
     outputs: Callable[[OutputBatch], None]
     signals: Callable[[Sequence[Signal], Sequence[StrategyOutput]], None]
+    output_failed: Callable[[BaseException], None]
 
 
 @dataclass
@@ -67,6 +68,7 @@ class StrategyExecutor:
         clock_ns: Callable[[], int] = time.time_ns,
         held_position: HeldPositionLookup = nothing_held,
         handed_over: dict[FeedSymbol, Position] | None = None,
+        last_routed: Callable[[FeedSymbol], MarketData | None] = lambda instrument: None,
     ) -> None:
         self.spec = spec
         self._mailbox = strategy_mailbox
@@ -78,6 +80,7 @@ class StrategyExecutor:
         self._mailbox_capacity = mailbox_capacity
         self._clock_ns = clock_ns
         self._held_position = held_position
+        self._last_routed = last_routed  # the last trade the processor routed on an instrument
         self._handed_over = dict(handed_over or {})  # consumed by the first execution of each instrument
         self._routes: dict[FeedSymbol, InstrumentRoute] = {}
         self._wanted: frozenset[FeedSymbol] = frozenset()
@@ -171,35 +174,26 @@ class StrategyExecutor:
     def _deliver(self, delivery: StrategyDelivery) -> None:
         """Fold each instrument's chunk; a live execution with nothing queued folds it at once."""
         routes = self._routes
-        execution: StrategyExecution | None = None
-        pending = iter(delivery)
-        while True:
-            # One try around the loop, not one per chunk: a failing fold fails its own
-            # execution (degrading the route) and the loop goes on with the next chunk.
-            try:
-                for instrument, chunk in pending:
-                    route = routes.get(instrument)
-                    if route is None:
-                        # Routed before the processor saw this instrument's removal; nothing to run it.
-                        self.unrouted_ticks += len(chunk)
-                        continue
-                    execution = route.execution
-                    if execution.folding and not route.mailbox.size:
-                        # The fast path: no mailbox round trip for an execution that is keeping up.
-                        execution.fold_ticks(chunk)
-                        continue
-                    execution = None  # pump catches its own failures
-                    if not route.mailbox.offer(chunk, len(chunk)):
-                        self._on_route_overflow(
-                            instrument, MailboxOverflow(f"instrument mailbox full ({route.mailbox.capacity} ticks)")
-                        )
-                        continue
-                    route.execution.pump()
-                return
-            except Exception as exc:
-                if execution is None:
-                    raise
-                execution.fail(exc)
+        for instrument, chunk in delivery:
+            route = routes.get(instrument)
+            if route is None:
+                # Routed before the processor saw this instrument's removal; nothing to run it.
+                self.unrouted_ticks += len(chunk)
+                continue
+            execution = route.execution
+            mailbox = route.mailbox
+            if execution.folding and not mailbox.size:
+                # The fast path: no mailbox round trip for an execution that is keeping up.
+                try:
+                    execution.fold_ticks(chunk)
+                except Exception as exc:  # fails this execution (its route degrades); the next chunk goes on
+                    execution.fail(exc)
+            elif mailbox.offer(chunk, len(chunk)):
+                execution.pump()  # catches its own failures
+            else:
+                self._on_route_overflow(
+                    instrument, MailboxOverflow(f"instrument mailbox full ({mailbox.capacity} ticks)")
+                )
 
     def _reconcile_executions(self) -> None:
         for instrument in sorted(self._wanted - self._routes.keys()):
@@ -220,6 +214,9 @@ class StrategyExecutor:
             clock_ns=self._clock_ns,
             held_position=self._held_position,
             handed_over=self._handed_over.pop(instrument, None),
+            # Created in the same step as the snapshot that routes it: what was routed
+            # on the instrument until now is the backfill's to hold.
+            routed_before=self._last_routed(instrument),
         )
         # The bridge attaches before start, so the first output already has somewhere to go.
         # It hands the executor subscriber's own callables down: one call per batch, not two.
@@ -228,6 +225,7 @@ class StrategyExecutor:
             ExecutionSubscriber(
                 outputs=self._subscriber.outputs,
                 signals=self._subscriber.signals,
+                output_failed=self._subscriber.output_failed,
                 position_changed=self._position_changed,
                 failed=self._execution_failed,
             )

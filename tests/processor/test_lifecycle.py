@@ -171,7 +171,7 @@ async def test_mailbox_overflow_degrades_only_that_route_and_siblings_keep_runni
 
 
 async def test_repeated_overflow_enqueues_one_degrade_per_route_incarnation():
-    processor = Processor(sink=RecordingSink(), mailbox_capacity=4)
+    processor = Processor(sink=RecordingSink(), route_mailbox_capacity=4)
     await started(processor, spec(1, ["BTC"]))
     # route() never awaits: the executor cannot drain between these calls.
     for second in range(10):
@@ -201,7 +201,7 @@ async def test_a_stale_degrade_for_an_old_incarnation_is_discarded():
 
 
 async def test_degrade_with_open_positions_fails_fast():
-    processor = Processor(sink=RecordingSink(), mailbox_capacity=4)
+    processor = Processor(sink=RecordingSink(), route_mailbox_capacity=4)
     await started(processor, spec(1, ["BTC"]))
     watcher = processor._core["fatal-watcher"]
     await processor.consume(batch(tick("BTC", 1, trade_id="long")))

@@ -65,7 +65,7 @@ async def test_a_degraded_route_with_open_positions_stops_the_runtime_with_a_non
     async def start_processor(ctx: RuntimeContext) -> None:
         processor = Processor(
             sink=RecordingSink(),
-            mailbox_capacity=2,
+            route_mailbox_capacity=2,
             on_readiness=lambda r: ctx.health.set("processor", r.health.board_status, r.reason),
         )
         processor.start(spawn=ctx.spawn)

@@ -4,13 +4,15 @@ One fixed tape over several instruments, strategies on overlapping instrument se
 deliveries are shared by some routes and cut down for others), fed to the processor
 batch by batch, routed several batches at a time before the executors run (they fold
 a backlog per instrument at once), and from a queued feed (the router routes what queued
-up together). Each must match the strategy's logic folded over each instrument's ticks
-in one call.
+up together, in turns as large as the mailboxes allow; with small mailboxes a backlog
+takes many turns, and a batch that does not fit waits for the next). Each must match
+the strategy's logic folded over each instrument's ticks in one call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -92,9 +94,14 @@ def through(sink: RecordingSink) -> Trace:
 Feeding = Callable[[Processor, "asyncio.Queue[FeedData]", list[FeedData]], Coroutine[Any, Any, None]]
 
 
+# Turns of at most 600 ticks and 120 per instrument: the tape takes many of them.
+SMALL_TURNS = {"route_mailbox_capacity": 1_200, "mailbox_capacity": 240}
+
+
 async def run(feed: Feeding, specs: list[StrategySpec]) -> Trace:
     sink = RecordingSink()
-    processor = Processor(sink=sink, mailbox_capacity=100_000)
+    capacities = SMALL_TURNS if feed is from_a_queued_feed_in_small_turns else {"mailbox_capacity": 100_000}
+    processor = Processor(sink=sink, **capacities)
     queue: asyncio.Queue[FeedData] = asyncio.Queue()
     processor.start(feed=queue)
     processor.reconcile(specs)
@@ -128,7 +135,27 @@ async def from_a_queued_feed(processor: Processor, queue: asyncio.Queue[FeedData
     await turn()
 
 
-@pytest.mark.parametrize("feed", [batch_by_batch, several_batches_per_turn, from_a_queued_feed])
+async def from_a_queued_feed_in_small_turns(
+    processor: Processor, queue: asyncio.Queue[FeedData], feed: list[FeedData]
+) -> None:
+    # Batches of uneven sizes, some larger than a routing slice, queued while the router waits.
+    events = [event for batch in feed for event in batch.events]
+    sizes = [1, 37, 300, 5, 120, 600, 2]
+    start = 0
+    for i in itertools.count():
+        if start >= len(events):
+            break
+        size = sizes[i % len(sizes)]
+        queue.put_nowait(FeedData(FEED, tuple(events[start : start + size])))
+        start += size
+    while not queue.empty() or processor.backlog():
+        await asyncio.sleep(0)
+    await turn()
+
+
+@pytest.mark.parametrize(
+    "feed", [batch_by_batch, several_batches_per_turn, from_a_queued_feed, from_a_queued_feed_in_small_turns]
+)
 async def test_every_routing_path_folds_what_a_direct_fold_does(feed: Feeding) -> None:
     expected = folded_directly(tape())
     assert sum(len(signals) for _, signals in expected.values()) > 100
