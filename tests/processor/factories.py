@@ -8,6 +8,7 @@ from typing import Any
 
 from feeds.market import FeedData, MarketData, parse_fixed
 from processor.outputs import OutputBatch, StrategyOutput
+from processor.processor import Processor
 from processor.signals import Signal
 from processor.specs import StrategySpec
 from tests.processor.scripted import KIND
@@ -82,3 +83,18 @@ async def turn(times: int = 5) -> None:
     """Let the other tasks run a few times (the pipeline needs one turn per level)."""
     for _ in range(times):
         await asyncio.sleep(0)
+
+
+async def started(processor: Processor, *specs: StrategySpec, feed: Any = None) -> Processor:
+    """Start `processor` (on `feed` when given), add `specs` and let the routes settle."""
+    processor.start(feed=feed)
+    processor.reconcile(list(specs))
+    await processor.settled()
+    await turn()
+    return processor
+
+
+def route_of(processor: Processor, strategy_id: int) -> Any:
+    """The processor's one route of the strategy."""
+    [route] = [r for r in processor.snapshot.routes_by_strategy.values() if r.spec.strategy_id == strategy_id]
+    return route

@@ -11,7 +11,7 @@ from processor.mailbox import Mailbox
 from processor.processor import Processor
 from processor.readiness import ProcessorHealth
 from processor.routing import Active, Degraded, Stopping
-from tests.processor.factories import FEED, RecordingSink, batch, spec, tick, turn
+from tests.processor.factories import FEED, RecordingSink, batch, route_of, spec, started, tick, turn
 
 
 class BlockingHistory(InMemoryHistory):
@@ -27,19 +27,6 @@ class BlockingHistory(InMemoryHistory):
             await self.release.wait()
             return []
         return await super().ticks(feed, symbol, start_ns, end_ns)
-
-
-async def started(processor: Processor, *specs) -> Processor:
-    processor.start()
-    processor.reconcile(list(specs))
-    await processor.settled()
-    await turn()
-    return processor
-
-
-def route_of(processor: Processor, strategy_id: int):
-    [route] = [r for r in processor.snapshot.routes_by_strategy.values() if r.spec.strategy_id == strategy_id]
-    return route
 
 
 async def test_removal_with_an_open_position_keeps_the_execution_until_the_managed_exit():

@@ -16,7 +16,7 @@ from processor.readiness import ProcessorHealth
 from processor.routing import Active, Degraded
 from processor.signals import Signal, SignalHub
 from tests.helpers import async_eventually
-from tests.processor.factories import FEED, batch, spec, tick, turn
+from tests.processor.factories import FEED, batch, route_of, spec, started, tick, turn
 
 
 class HubSink:
@@ -30,19 +30,6 @@ class HubSink:
 
     def signals(self, signals: Sequence[Signal], outputs: Sequence[StrategyOutput]) -> None:
         self.hub.publish(signals)
-
-
-async def started(processor: Processor, *specs, feed=None) -> Processor:
-    processor.start(feed=feed)
-    processor.reconcile(list(specs))
-    await processor.settled()
-    await turn()
-    return processor
-
-
-def route_of(processor: Processor, strategy_id: int):
-    [route] = [r for r in processor.snapshot.routes_by_strategy.values() if r.spec.strategy_id == strategy_id]
-    return route
 
 
 def flip_flop(start: int, count: int, symbol: str = "BTC"):

@@ -18,7 +18,7 @@ from processor import execution as execution_module
 from processor.backfill_source import InMemoryHistory
 from processor.processor import Processor
 from processor.routing import Degraded
-from tests.processor.factories import FEED, RecordingSink, batch, spec, tick, turn
+from tests.processor.factories import FEED, RecordingSink, batch, route_of, spec, started, tick, turn
 
 
 class RecorderBehind(InMemoryHistory):
@@ -35,16 +35,8 @@ class RecorderBehind(InMemoryHistory):
         return ticks
 
 
-async def started(processor: Processor, *specs) -> Processor:
-    processor.start()
-    processor.reconcile(list(specs))
-    await processor.settled()
-    await turn()
-    return processor
-
-
 def execution_of(processor: Processor, strategy_id: int):
-    [route] = [r for r in processor.snapshot.routes_by_strategy.values() if r.spec.strategy_id == strategy_id]
+    route = route_of(processor, strategy_id)
     return route, route.executor.execution((FEED, "BTC"))
 
 
