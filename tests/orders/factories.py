@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -168,3 +170,13 @@ def trade_on_paper(setups: list[Setup]) -> None:
         await matcher.consume(FeedData("sim", (tick("50010", "10"),)))
 
     asyncio.run(run())
+
+
+def statements_recorded(calls: list[str]) -> Callable[..., Any]:
+    """A connection execute wrapper that appends every statement's SQL to `calls`."""
+
+    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        calls.append(sql)
+        return execute(sql, params, many, context)
+
+    return wrapper

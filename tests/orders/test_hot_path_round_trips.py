@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,15 +20,7 @@ from orders.events import group_send_many
 from orders.models import AuditEvent
 from orders.round_trips import statements_batched
 from orders.selectors import trade_settings_on_instrument, trade_settings_on_instruments
-from tests.orders.factories import make_instrument, make_setup, make_strategy
-
-
-def _statements(calls: list[str]) -> Callable[..., Any]:
-    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        calls.append(sql)
-        return execute(sql, params, many, context)
-
-    return wrapper
+from tests.orders.factories import make_instrument, make_setup, make_strategy, statements_recorded
 
 
 @pytest.mark.needs_postgres
@@ -38,7 +29,7 @@ def test_the_last_writes_carry_the_commit_and_the_transaction_is_committed_with_
     setup = make_setup()
     calls: list[str] = []
     committed: list[bool] = []
-    with connection.execute_wrapper(_statements(calls)):
+    with connection.execute_wrapper(statements_recorded(calls)):
         with transaction.atomic(durable=True), statements_batched(commit=True):
             audit_record_many([{"event": "test.commit", "account_id": setup.account.pk}])
             transaction.on_commit(lambda: committed.append(True))
@@ -60,7 +51,7 @@ def test_no_commit_travels_when_the_block_fails() -> None:
     setup = make_setup()
     calls: list[str] = []
     with (
-        connection.execute_wrapper(_statements(calls)),
+        connection.execute_wrapper(statements_recorded(calls)),
         pytest.raises(RuntimeError),
         transaction.atomic(durable=True),
         statements_batched(commit=True),
@@ -76,7 +67,7 @@ def test_no_commit_travels_when_the_block_fails() -> None:
 def test_inside_an_outer_transaction_the_commit_is_left_to_the_atomic_block() -> None:
     setup = make_setup()
     calls: list[str] = []
-    with connection.execute_wrapper(_statements(calls)), transaction.atomic():
+    with connection.execute_wrapper(statements_recorded(calls)), transaction.atomic():
         with transaction.atomic(), statements_batched(commit=True):
             audit_record_many([{"event": "test.nested", "account_id": setup.account.pk}])
         assert AuditEvent.objects.filter(event="test.nested").exists()
@@ -103,7 +94,7 @@ def test_the_plans_of_a_batch_are_one_read_equal_to_each_signals_own() -> None:
         (first.strategy.pk, "sim", btc.venue_symbol),
     ]
     calls: list[str] = []
-    with connection.execute_wrapper(_statements(calls)):
+    with connection.execute_wrapper(statements_recorded(calls)):
         together = trade_settings_on_instruments(keys)
     one_by_one = [trade_settings_on_instrument(strategy_id=s, feed=f, venue_symbol=v) for s, f, v in keys]
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.db import IntegrityError, close_old_connections, connection, transaction
@@ -18,22 +16,14 @@ from orders.models import AuditEvent, CapitalLedger, OrderIntent
 from orders.round_trips import execute_later, fetch_together, statements_batched
 from orders.rows import table
 from orders.selectors import entry_states_from_rows, entry_states_statement
-from tests.orders.factories import make_setup, market_entry_spec
-
-
-def _counting(calls: list[str]) -> Callable[..., Any]:
-    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        calls.append(sql)
-        return execute(sql, params, many, context)
-
-    return wrapper
+from tests.orders.factories import make_setup, market_entry_spec, statements_recorded
 
 
 @pytest.mark.django_db
 def test_a_write_sent_later_is_in_place_before_the_next_statement_reads() -> None:
     setup = make_setup()
     calls: list[str] = []
-    with connection.execute_wrapper(_counting(calls)), transaction.atomic(), statements_batched():
+    with connection.execute_wrapper(statements_recorded(calls)), transaction.atomic(), statements_batched():
         audit_record_many([{"event": "test.later", "account_id": setup.account.pk, "message": "sent later"}])
         seen = AuditEvent.objects.filter(event="test.later").count()
 
