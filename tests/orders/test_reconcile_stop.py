@@ -182,6 +182,7 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
         stderr=subprocess.STDOUT,
         text=True,
     )
+    in_flight: set[str] = set()
     try:
 
         def trading() -> bool:
@@ -190,16 +191,17 @@ def test_after_a_sigterm_while_orders_work_the_site_books_equal_the_paper_broker
             working = _rows(
                 db, "SELECT count(*) FROM orders_order WHERE status IN ('NEW', 'SUBMITTED', 'PARTIALLY_FILLED')"
             )[0][0]
-            pending = _rows(db, "SELECT count(*) FROM orders_orderintent WHERE state = 'PENDING'")[0][0]
-            return filled >= 2 and working >= 1 and pending >= 1
+            pending = {
+                cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'PENDING'")
+            }
+            in_flight.clear()
+            in_flight.update(pending)
+            return filled >= 2 and working >= 1 and bool(pending)
 
+        # The stop goes out the moment entries are seen reserved and waiting for the broker's
+        # answer: those are what it must settle. Reading them again later would race the
+        # broker's answer, which often lands within milliseconds.
         eventually(trading, timeout_s=120, interval_s=0.1)
-        # No new signal trades from here (the settings are read per signal); the entries in
-        # flight, reserved and waiting for the broker's answer, are what the stop must settle.
-        _rows(db, "UPDATE orders_tradesetting SET enabled = 0")
-        in_flight = {
-            cid for (cid,) in _rows(db, "SELECT client_order_id FROM orders_orderintent WHERE state = 'PENDING'")
-        }
         feed.send_signal(signal.SIGTERM)
         output, _ = feed.communicate(timeout=60)
         assert feed.returncode == 0, output
