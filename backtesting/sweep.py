@@ -105,6 +105,47 @@ def run_point(kind: str, index: int, params: dict[str, Any], ticks: str, setting
     return SweepResult(index=index, params=params, figures=_figures(run.report, run.summary.signals))
 
 
+class PointRunner:
+    """Backtests points in this process (`workers` 1) or on warm worker processes kept for every call.
+
+    An optimizer asks for its points a round at a time; keeping the pool between rounds
+    keeps each worker's tape of the file, read once per worker, not once per round.
+    """
+
+    def __init__(self, *, kind: str, ticks: str, settings: SimulatedSettings, workers: int) -> None:
+        self.kind, self.ticks, self.settings, self.workers = kind, ticks, settings, workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> PointRunner:
+        if self.workers > 1:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=_worker_context(), initializer=worker_setup
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def run(
+        self,
+        points: Sequence[tuple[int, dict[str, Any]]],
+        on_result: Callable[[SweepResult], None] = lambda result: None,
+    ) -> list[SweepResult]:
+        """Backtest each (index, params); results in the order given, `on_result` as each finishes."""
+        if self._pool is None:
+            results = []
+            for index, params in points:
+                results.append(run_point(self.kind, index, params, self.ticks, self.settings))
+                on_result(results[-1])
+            return results
+        futures = [self._pool.submit(run_point, self.kind, i, p, self.ticks, self.settings) for i, p in points]
+        for future in as_completed(futures):
+            on_result(future.result())
+        return [future.result() for future in futures]
+
+
 def run_sweep(
     *,
     kind: str,
@@ -119,17 +160,8 @@ def run_sweep(
     `on_result` is called in this process with each point as it finishes (progress), in
     the order they finish; the returned list is in grid order whatever that order was.
     """
-    if workers <= 1:
-        results = []
-        for i, p in enumerate(points):
-            results.append(run_point(kind, i, p, ticks, settings))
-            on_result(results[-1])
-        return results
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context(), initializer=worker_setup) as pool:
-        futures = [pool.submit(run_point, kind, i, p, ticks, settings) for i, p in enumerate(points)]
-        for future in as_completed(futures):
-            on_result(future.result())
-        return [future.result() for future in futures]
+    with PointRunner(kind=kind, ticks=ticks, settings=settings, workers=workers) as runner:
+        return runner.run(list(enumerate(points)), on_result)
 
 
 PRELOAD = "backtesting.sweep_preload"

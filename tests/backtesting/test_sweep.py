@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import random
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -15,20 +14,6 @@ from backtesting.sweep import SweepError, grid_points, ranked, run_sweep
 from feeds.market import parse_fixed
 
 GRID = {"fast": [2, 3, 4, 30], "slow": [8, 12]}  # 8 points; fast 30 is refused (not below slow)
-
-
-@pytest.fixture(scope="module")
-def walk(tmp_path_factory):
-    rng = random.Random(7)
-    path = tmp_path_factory.mktemp("sweep") / "walk.csv"
-    price, ts = 100.0, 1_764_460_800_000
-    lines = ["ts_ms,symbol,price,volume"]
-    for _ in range(3_000):
-        price *= 1 + rng.gauss(0, 0.002)
-        ts += rng.randint(100, 2_000)
-        lines.append(f"{ts},BTC-USD,{price:.2f},{rng.randint(1, 40) / 10}")
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
 
 
 def test_grid_points_are_every_combination_in_a_fixed_order() -> None:

@@ -1,4 +1,5 @@
-"""`manage.py backtestsweep`: a backtest with fills for every point of a parameter grid, over the cores."""
+"""`manage.py backtestsweep`: a backtest with fills for every point of a parameter grid, or for the
+points an optimizer proposes (`--optimize`), over the cores."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backtesting.sweep import METRICS, SweepError, SweepResult, grid_points, ranked, run_sweep
+from backtesting.sweep_optimize import DEFAULT_BATCH, optimize
 from backtesting.trading_options import add_trading_arguments, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
 from processor.strategies import STRATEGIES
@@ -31,13 +33,31 @@ def _cell(name: str, value: Any) -> str:
 
 
 class Command(BaseCommand):
-    help = "Backtest every point of a parameter grid (with fills and money) over several processes; best first."
+    help = (
+        "Backtest every point of a parameter grid, or the points an optimizer proposes, "
+        "(with fills and money) over several processes; best first."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--strategy", required=True, help=f"strategy kind: {', '.join(sorted(STRATEGIES))}")
         parser.add_argument("--params", default="{}", help="JSON object: the parameters the grid does not vary")
+        parser.add_argument("--grid", help='JSON object of lists, e.g. \'{"fast":[5,8],"slow":[20,30]}\'')
         parser.add_argument(
-            "--grid", required=True, help='JSON object of lists, e.g. \'{"fast":[5,8],"slow":[20,30]}\''
+            "--optimize",
+            type=int,
+            metavar="TRIALS",
+            help="instead of a grid: let Optuna's TPE sampler propose TRIALS points over --space, steered by --metric",
+        )
+        parser.add_argument(
+            "--space",
+            help='with --optimize: JSON object of ranges or choices, e.g. \'{"fast":{"low":2,"high":20},"slow":[20,30,50]}\'',
+        )
+        parser.add_argument("--seed", type=int, default=0, help="with --optimize: the sampler's seed")
+        parser.add_argument(
+            "--batch",
+            type=int,
+            default=DEFAULT_BATCH,
+            help="with --optimize: points asked for and backtested together (the same seed and batch give the same trials)",
         )
         parser.add_argument("--ticks", required=True, help="tick CSV file (docs/tick-csv.md)")
         parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: the cores)")
@@ -51,22 +71,39 @@ class Command(BaseCommand):
         if kind not in STRATEGIES:
             raise CommandError(f"unknown strategy kind {kind!r}; known: {', '.join(sorted(STRATEGIES))}")
         base = json_object(options["params"], "--params")
-        grid = json_object(options["grid"], "--grid")
+        if (options["grid"] is None) == (options["optimize"] is None):
+            raise CommandError("give either --grid, or --optimize TRIALS with --space")
+        if options["optimize"] is not None and options["space"] is None:
+            raise CommandError("--optimize needs --space")
         if not isinstance(base, dict):
             raise CommandError("--params must be a JSON object")
         if not Path(options["ticks"]).is_file():
             raise CommandError(f"no such file: {options['ticks']}")
         if not 1 <= options["workers"] <= 256:
             raise CommandError("--workers must be from 1 to 256")
-        try:
-            points = grid_points(base, grid)
-        except SweepError as exc:
-            raise CommandError(str(exc)) from None
         settings = simulated_settings(options)
         started = time.perf_counter()
-        results = run_sweep(
-            kind=kind, points=points, ticks=options["ticks"], settings=settings, workers=options["workers"]
-        )
+        try:
+            if options["optimize"] is not None:
+                results = optimize(
+                    kind=kind,
+                    base=base,
+                    space=json_object(options["space"], "--space"),
+                    trials=options["optimize"],
+                    metric=options["metric"],
+                    ticks=options["ticks"],
+                    settings=settings,
+                    workers=options["workers"],
+                    seed=options["seed"],
+                    batch=options["batch"],
+                )
+            else:
+                points = grid_points(base, json_object(options["grid"], "--grid"))
+                results = run_sweep(
+                    kind=kind, points=points, ticks=options["ticks"], settings=settings, workers=options["workers"]
+                )
+        except SweepError as exc:
+            raise CommandError(str(exc)) from None
         seconds = time.perf_counter() - started
         best = ranked(results, options["metric"])
         if options["top"] > 0:
@@ -77,7 +114,7 @@ class Command(BaseCommand):
             self.stdout.write(_table(best))
         refused = sum(1 for result in results if result.refused)
         self.stderr.write(
-            f"backtestsweep {kind}: {len(points)} points ({refused} refused) on {options['workers']} processes "
+            f"backtestsweep {kind}: {len(results)} points ({refused} refused) on {options['workers']} processes "
             f"in {seconds:.2f}s, sorted by {options['metric']}"
         )
 
