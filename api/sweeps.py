@@ -25,6 +25,8 @@ _FIELDS = (
     "kind",
     "params",
     "grid",
+    "trials",
+    "seed",
     "metric",
     "workers",
     "feed",
@@ -76,7 +78,9 @@ class BacktestSweepDetailSerializer(BacktestSweepSerializer):
 class BacktestSweepRequestSerializer(BacktestRunRequestSerializer):
     """What a POST carries: a run's request (params: the fixed ones), the grid, the metric and the processes."""
 
-    grid = serializers.DictField(child=serializers.ListField())
+    grid = serializers.DictField(child=serializers.JSONField())
+    trials = serializers.IntegerField(required=False, allow_null=True)
+    seed = serializers.IntegerField(required=False)
     metric = serializers.CharField(required=False)
     workers = serializers.IntegerField(required=False)
 

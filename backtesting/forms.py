@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from backtesting.services import RISK_FIELDS, RunRequest
 from backtesting.sweep import METRICS, SweepError, grid_points
+from backtesting.sweep_optimize import search_space
 from backtesting.sweep_services import MAX_WORKERS, SweepRequest
 from core.admin_scope import BoundedModelMultipleChoiceField
 from core.json_limits import BoundedJSONField
@@ -146,8 +147,18 @@ class BacktestSweepForm(BacktestRunForm):
     """A sweep: the run's form (its parameters are the ones the grid does not vary), a grid and a metric."""
 
     grid = BoundedJSONField(
-        label="Grid (JSON)", help_text='Parameter name -> list of values, e.g. {"fast": [5, 8], "slow": [20, 30]}'
+        label="Grid or search space (JSON)",
+        help_text='Parameter name -> list of values, e.g. {"fast": [5, 8], "slow": [20, 30]}; with optimizer '
+        'trials, also ranges, e.g. {"fast": {"low": 2, "high": 20}}',
     )
+    trials = forms.IntegerField(
+        label="Optimizer trials",
+        required=False,
+        min_value=1,
+        max_value=MAX_SWEEP_POINTS,
+        help_text="Empty: every grid point. A number: Optuna's TPE sampler proposes that many points, steered by the sort figure",
+    )
+    seed = forms.IntegerField(label="Optimizer seed", required=False, min_value=0, max_value=2**31 - 1, initial=0)
     metric = forms.ChoiceField(label="Sort by", choices=[(name, name) for name in METRICS], initial="pnl")
     workers = forms.IntegerField(label="Processes", min_value=1, max_value=MAX_WORKERS, initial=2)
 
@@ -170,7 +181,12 @@ class BacktestSweepForm(BacktestRunForm):
         grid = cleaned.get("grid")
         if grid is None and "grid" not in self.errors:
             self.add_error("grid", "Give the grid: parameter name -> list of values.")
-        elif grid is not None:
+        elif grid is not None and cleaned.get("trials"):
+            try:
+                search_space(grid)
+            except SweepError as exc:
+                self.add_error("grid", str(exc))
+        elif grid is not None and "trials" not in self.errors:
             try:
                 count = len(grid_points(params if isinstance(params, dict) else {}, grid))
             except SweepError as exc:
@@ -183,4 +199,11 @@ class BacktestSweepForm(BacktestRunForm):
     def sweep_request(self) -> SweepRequest:
         """The validated sweep; call after is_valid()."""
         data = self.cleaned_data
-        return SweepRequest(run=self.run_request(), grid=data["grid"], metric=data["metric"], workers=data["workers"])
+        return SweepRequest(
+            run=self.run_request(),
+            grid=data["grid"],
+            metric=data["metric"],
+            workers=data["workers"],
+            trials=data.get("trials") or None,
+            seed=data.get("seed") or 0,
+        )

@@ -89,6 +89,8 @@ class BacktestRun(ReplayJob):
 class BacktestSweep(ReplayJob):
     """A parameter grid over recorded ticks: one backtest with fills per point, best first by `metric`.
 
+    With `trials` set, `grid` is the optimizer's search space instead (lists are choices,
+    {low, high} objects ranges) and `trials` points proposed by the sampler are run.
     Trade terms as on a run. `results` is the list of points in the chosen metric's
     order (backtesting.sweep.ranked), each {index, params, refused, figures} with money
     as exact strings; only the sweep's task writes progress and results.
@@ -97,7 +99,13 @@ class BacktestSweep(ReplayJob):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtest_sweeps")
     kind = models.CharField(max_length=60)
     params = models.JSONField(default=dict, blank=True, help_text="The parameters the grid does not vary.")
-    grid = models.JSONField(help_text="Parameter name -> list of values.")
+    grid = models.JSONField(
+        help_text="Parameter name -> list of values; with trials, the search space (lists or {low, high} ranges)."
+    )
+    trials = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Points the optimizer proposes over the search space; empty: every grid point."
+    )
+    seed = models.PositiveIntegerField(default=0, help_text="The optimizer's seed.")
     metric = models.CharField(max_length=20, default="pnl")
     workers = models.PositiveSmallIntegerField(default=2)
     feed = models.CharField(max_length=50)

@@ -30,6 +30,7 @@ from backtesting.models import BacktestSweep, RunStatus
 from backtesting.push import sweep_push, web_event_loop
 from backtesting.services import RunRequest, simulated_settings_of
 from backtesting.sweep import SweepResult, grid_points, ranked, result_as_json, run_sweep
+from backtesting.sweep_optimize import optimize
 from backtesting.tick_sources import TickSourceError, recorded_batches
 from feeds.market import MarketData
 from feeds.venues.tick_csv import HEADER, frame_from_tick
@@ -45,9 +46,11 @@ class SweepRequest:
     """A validated sweep: the run's terms (params are the fixed ones) and the grid."""
 
     run: RunRequest
-    grid: dict[str, list[Any]]
+    grid: dict[str, Any]
     metric: str
     workers: int
+    trials: int | None = None  # set: an optimizer sweep, `grid` being its search space
+    seed: int = 0
 
 
 def backtest_sweep_create(*, owner: Any, request: SweepRequest) -> BacktestSweep:
@@ -58,6 +61,8 @@ def backtest_sweep_create(*, owner: Any, request: SweepRequest) -> BacktestSweep
         kind=run.kind,
         params=run.params,
         grid=request.grid,
+        trials=request.trials,
+        seed=request.seed,
         metric=request.metric,
         workers=request.workers,
         feed=run.feed,
@@ -74,7 +79,7 @@ def backtest_sweep_create(*, owner: Any, request: SweepRequest) -> BacktestSweep
         maker_bps=run.maker_bps,
         latency_ms=run.latency_ms,
         **run.risk_fields(),
-        points_total=len(grid_points(run.params, request.grid)),
+        points_total=request.trials or len(grid_points(run.params, request.grid)),
     )
     transaction.on_commit(lambda: backtest_sweep_start(sweep_id=sweep.pk))
     return sweep
@@ -141,19 +146,34 @@ def backtest_sweep_execute(*, sweep_id: int, push_loop: asyncio.AbstractEventLoo
         BacktestSweep.objects.filter(pk=sweep.pk).update(workers=1)
     sweep_push(sweep, loop=push_loop)
     try:
-        points = grid_points(sweep.params, sweep.grid)
+        points = [] if sweep.trials else grid_points(sweep.params, sweep.grid)
         with tempfile.TemporaryDirectory(prefix="sweep-") as folder:
             tape = Path(folder) / "ticks.csv"
             sweep.ticks = _write_tape(sweep, tape)
             BacktestSweep.objects.filter(pk=sweep.pk).update(ticks=sweep.ticks)
-            results = run_sweep(
-                kind=sweep.kind,
-                points=points,
-                ticks=str(tape),
-                settings=simulated_settings_of(sweep),
-                workers=workers,
-                on_result=_Progress(sweep, push_loop),
-            )
+            settings, progress = simulated_settings_of(sweep), _Progress(sweep, push_loop)
+            if sweep.trials:
+                results = optimize(
+                    kind=sweep.kind,
+                    base=sweep.params,
+                    space=sweep.grid,
+                    trials=sweep.trials,
+                    metric=sweep.metric,
+                    seed=sweep.seed,
+                    ticks=str(tape),
+                    settings=settings,
+                    workers=workers,
+                    on_result=progress,
+                )
+            else:
+                results = run_sweep(
+                    kind=sweep.kind,
+                    points=points,
+                    ticks=str(tape),
+                    settings=settings,
+                    workers=workers,
+                    on_result=progress,
+                )
     except (TickSourceError, ValueError) as exc:
         return _finish_failed(sweep, str(exc), push_loop)
     except Exception as exc:  # a sweep's bug must not kill the worker; the sweep says what happened

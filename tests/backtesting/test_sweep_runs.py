@@ -38,8 +38,10 @@ def logged_in(who: Any) -> Client:
     return client
 
 
-def queued_sweep(owner: Any, instrument: Any, *, metric: str = "pnl", workers: int = 2, **grid: Any) -> BacktestSweep:
-    """A queued sweep stored without being started (the test starts it)."""
+def queued_sweep(
+    owner: Any, instrument: Any, *, metric: str = "pnl", workers: int = 2, trials: int | None = None, **grid: Any
+) -> BacktestSweep:
+    """A queued sweep stored without being started (the test starts it); with `trials`, `grid` is the search space."""
     run = run_request(instrument, kind="ema", params={"timeframe_s": 10}, end_ns=WALK_END_NS)
     grid = grid or GRID
     return BacktestSweep.objects.create(
@@ -47,7 +49,9 @@ def queued_sweep(owner: Any, instrument: Any, *, metric: str = "pnl", workers: i
         grid=grid,
         metric=metric,
         workers=workers,
-        points_total=len(grid_points(run.params, grid)),
+        trials=trials,
+        seed=5,
+        points_total=trials or len(grid_points(run.params, grid)),
         **vars(run),
     )
 
@@ -198,3 +202,68 @@ def test_the_api_starts_lists_and_shows_only_the_callers_sweeps(settings) -> Non
     assert other.get(f"/api/backtest-sweeps/{sweep_id}/").status_code == 404
     assert other.get(f"/backtests/sweeps/{sweep_id}/").status_code == 404
     assert other.get("/api/backtest-sweeps/").json()["results"] == []
+
+
+SPACE = {"fast": {"low": 2, "high": 6}, "slow": [8, 12]}
+
+
+def test_an_optimizer_sweep_runs_its_trials_the_same_on_two_processes_as_on_one() -> None:
+    trader = user("trader")
+    instrument = record_walk_ticks()
+    sweeps = []
+    for workers in (2, 1):
+        sweep = queued_sweep(trader, instrument, workers=workers, trials=8, **SPACE)
+        assert "8 points over 1500 ticks" in backtest_sweep_execute(sweep_id=sweep.pk)
+        sweep.refresh_from_db()
+        sweeps.append(sweep)
+    parallel, serial = sweeps
+    assert parallel.status == serial.status == RunStatus.DONE and parallel.points_done == 8
+    assert parallel.results == serial.results
+    assert sorted(row["index"] for row in parallel.results) == list(range(8))
+    assert all(2 <= row["params"]["fast"] <= 6 and row["params"]["slow"] in (8, 12) for row in parallel.results)
+    pnls = [Decimal(row["figures"]["pnl"]) for row in parallel.results if not row["refused"]]
+    assert pnls == sorted(pnls, reverse=True)
+
+
+def test_the_page_and_the_api_start_an_optimizer_sweep_and_refuse_a_bad_space_by_field(settings) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    trader = user("trader")
+    instrument = record_flipping_ticks()
+    client = logged_in(trader)
+    space = json.dumps({"lookback": {"low": 2, "high": 4}, "hold_bars": [1, 2]})
+    bad = client.post(
+        "/backtests/sweeps/new/", _form(instrument, grid=json.dumps({"lookback": {"low": 5}}), trials="3")
+    )
+    assert bad.status_code == 400 and b"&#x27;lookback&#x27;" in bad.content
+    # A range is a search space, not a grid: without trials it is refused as a grid.
+    as_grid = client.post("/backtests/sweeps/new/", _form(instrument, grid=space))
+    assert as_grid.status_code == 400 and b"non-empty list" in as_grid.content
+    too_many = client.post("/backtests/sweeps/new/", _form(instrument, grid=space, trials="100000"))
+    assert too_many.status_code == 400 and b"trials" in too_many.content
+    response = client.post("/backtests/sweeps/new/", _form(instrument, grid=space, trials="5", seed="2"))
+    assert response.status_code == 302
+    sweep = BacktestSweep.objects.get()
+    assert (sweep.trials, sweep.seed, sweep.points_total) == (5, 2, 5)
+    eventually(lambda: BacktestSweep.objects.filter(pk=sweep.pk, status=RunStatus.DONE).exists(), timeout_s=60)
+    page = client.get(f"/backtests/sweeps/{sweep.pk}/").content.decode()
+    assert page.count('<tr data-index="') == 5 and "optimizer: 5 trials" in page
+    api = client.post(
+        "/api/backtest-sweeps/",
+        {
+            "kind": "volume_breakout",
+            "params": {"bar_volume": "10"},
+            "grid": {"lookback": {"low": 2, "high": 4}},
+            "trials": 3,
+            "workers": 1,
+            "instruments": [instrument.pk],
+            "start": "2026-11-30T12:00:00Z",
+            "end": "2026-11-30T13:00:00Z",
+            "capital": "10000",
+            "quantity": "1",
+        },
+        content_type="application/json",
+    )
+    assert api.status_code == 201, api.content
+    assert api.json()["trials"] == 3 and api.json()["points_total"] == 3
+    eventually(lambda: BacktestSweep.objects.filter(pk=api.json()["id"], status=RunStatus.DONE).exists(), timeout_s=60)
+    assert len(client.get(f"/api/backtest-sweeps/{api.json()['id']}/").json()["results"]) == 3
