@@ -112,7 +112,9 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=1_000_000)
     parser.add_argument("--sweep-ticks", type=int, default=1_000_000)
     parser.add_argument("--straight-ticks", type=int, default=100_000, help="ticks for the straightforward paths")
-    parser.add_argument("--only-signals", action="store_true", help="stop after the bare loop and the signals-only tape run")
+    parser.add_argument(
+        "--only-signals", action="store_true", help="stop after the bare loop and the signals-only tape run"
+    )
     args = parser.parse_args()
     settings = SimulatedSettings(capital=parse_fixed("100000"), quantity=parse_fixed("1"))
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ BREAKOUT_PARAMS = [
 ]
 
 
-def _signals(kind: str, params: dict[str, Any], tape: Any, only_signals: bool) -> list[tuple[Any, ...]]:
+def _signals(kind: str, params: dict[str, Any], tape: Any, only_signals: bool) -> tuple[list[tuple[Any, ...]], int]:
     folded = fold_tape(kind=kind, params=clean_params(kind, params), tape=tape, only_signals=only_signals)
     return [
         (s.index, s.rank, s.signal.symbol, s.signal.kind, s.signal.price, s.signal.occurrence_ns)
