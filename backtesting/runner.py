@@ -125,7 +125,7 @@ async def run_filled_tape(
     started = time.perf_counter()
     account = SimulatedAccount(settings)
     with collector_paused():
-        folded = fold_tape(kind=kind, params=params, tape=tape)
+        folded = fold_tape(kind=kind, params=params, tape=tape, only_signals=True)  # fills need no output rows
         at = 0  # the next tape index the account has not been offered
         for index, signal in _decisions(tape, folded.signals, batch_ticks):
             if at <= index:

@@ -33,12 +33,14 @@ class TapeSignal:
     index: int  # the tape index of the tick that caused it (its row's tick when none was skipped)
     rank: int  # the order the live processor emits it in: by instrument, then in fold order
     signal: Signal
-    batch: OutputBatch  # the rows of the fold call that emitted it
+    batch: OutputBatch | None  # the rows of the fold call that emitted it (None: a fold of signals only)
     row: int
 
     @property
     def output(self) -> StrategyOutput:
         """The output the signal was derived from (built when asked: a run with fills never needs it)."""
+        if self.batch is None:
+            raise ValueError("a fold of signals only kept no output rows")
         return self.batch.output(self.row)
 
 
@@ -50,9 +52,19 @@ class TapeFold:
 
 
 def fold_tape(
-    *, kind: str, params: Mapping[str, Any], tape: TickTape, strategy_id: int = 0, name: str = "backtest"
+    *,
+    kind: str,
+    params: Mapping[str, Any],
+    tape: TickTape,
+    strategy_id: int = 0,
+    name: str = "backtest",
+    only_signals: bool = False,
 ) -> TapeFold:
-    """Run one strategy of `kind` on every instrument of the tape and collect what it emits."""
+    """Run one strategy of `kind` on every instrument of the tape and collect what it emits.
+
+    With `only_signals`, a kind that `folds_only_signal_outputs` folds each instrument's
+    whole column in one call and builds no output row: its signals carry no `output`.
+    """
     logic_class = strategy_class(kind)
     found: list[TapeSignal] = []
     outputs = skipped = 0
@@ -66,11 +78,20 @@ def fold_tape(
             prices = [tape.prices[i] for i in positions]
             volumes = [tape.volumes[i] for i in positions]
         execution_id = uuid.uuid4().hex[:16]
+        if only_signals and logic_class.folds_only_signal_outputs:
+            signal_rows: list[SignalRow] = []
+            logic.fold_columns(times, prices, volumes, [], signal_rows, only_signal_outputs=True)
+            collect = _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions)
+            collect.add(0, None, signal_rows)
+            outputs += len(times) - logic.skipped_out_of_order
+            skipped += logic.skipped_out_of_order
+            continue
         seq = 0
+        collect = _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions)
         for start in range(0, len(times), FOLD_CHUNK):
             end = start + FOLD_CHUNK
             rows: list[OutputRow] = []
-            signal_rows: list[SignalRow] = []
+            signal_rows = []
             if logic.folds_columns():
                 logic.fold_columns(times[start:end], prices[start:end], volumes[start:end], rows, signal_rows)
             else:
@@ -78,65 +99,83 @@ def fold_tape(
                 ticks = [tape.tick(i if positions is None else positions[i]) for i in chunk]
                 logic.fold(ticks, rows, signal_rows)
             if signal_rows:
-                _collect(found, logic, tape, strategy_id, name, symbol, execution_id, seq, rows, signal_rows, positions)
+                collect.add(seq, rows, signal_rows)
             seq += len(rows)
         outputs += seq
         skipped += logic.skipped_out_of_order
     return TapeFold(signals=found, outputs=outputs, skipped_out_of_order=skipped)
 
 
-def _collect(
-    found: list[TapeSignal],
-    logic: StrategyLogic,
-    tape: TickTape,
-    strategy_id: int,
-    name: str,
-    symbol: str,
-    execution_id: str,
-    first_seq: int,
-    rows: list[OutputRow],
-    signal_rows: list[SignalRow],
-    positions: list[int] | None,
-) -> None:
-    batch = OutputBatch(
-        strategy_id, name, type(logic).kind, tape.feed, symbol, execution_id, logic.output_names, first_seq, rows
-    )
-    emitted_ns = time.time_ns()
-    for index, kind, price, ts in signal_rows:
-        # Signal(strategy_id, strategy_name, feed, symbol, kind, price, emitted_ns, occurrence_ns, output_id)
-        signal = _make_signal(
-            strategy_id,
-            name,
-            tape.feed,
-            symbol,
-            kind,
-            price,
-            emitted_ns,
-            ts,
-            output_id(execution_id, first_seq + index),
-        )
-        at = first_seq + index  # the instrument's tick index when none was skipped
-        found.append(
-            TapeSignal(
-                index=at if positions is None else positions[min(at, len(positions) - 1)],
-                rank=len(found),
-                signal=signal,
-                batch=batch,
-                row=index,
+@dataclass(slots=True)
+class _Collector:
+    """Turns one instrument's signal rows into TapeSignals (the Signal an execution would emit)."""
+
+    found: list[TapeSignal]
+    logic: StrategyLogic
+    tape: TickTape
+    strategy_id: int
+    name: str
+    symbol: str
+    execution_id: str
+    positions: list[int] | None
+
+    def add(self, first_seq: int, rows: list[OutputRow] | None, signal_rows: list[SignalRow]) -> None:
+        """Collect the signals of a fold call whose first row is `first_seq` (`rows` None: none were built)."""
+        tape, positions, found, execution_id = self.tape, self.positions, self.found, self.execution_id
+        batch = None
+        if rows is not None:
+            batch = OutputBatch(
+                self.strategy_id,
+                self.name,
+                type(self.logic).kind,
+                tape.feed,
+                self.symbol,
+                execution_id,
+                self.logic.output_names,
+                first_seq,
+                rows,
             )
-        )
+        emitted_ns = time.time_ns()
+        for index, kind, price, ts in signal_rows:
+            # Signal(strategy_id, strategy_name, feed, symbol, kind, price, emitted_ns, occurrence_ns, output_id)
+            signal = _make_signal(
+                self.strategy_id,
+                self.name,
+                tape.feed,
+                self.symbol,
+                kind,
+                price,
+                emitted_ns,
+                ts,
+                output_id(execution_id, first_seq + index),
+            )
+            at = first_seq + index  # the instrument's tick index when none was skipped
+            found.append(
+                TapeSignal(
+                    index=at if positions is None else positions[min(at, len(positions) - 1)],
+                    rank=len(found),
+                    signal=signal,
+                    batch=batch,
+                    row=index,
+                )
+            )
 
 
 def run_tape_backtest(
     *, kind: str, params: Mapping[str, Any], tape: TickTape, writer: JsonLinesWriter, name: str = "backtest"
 ) -> BacktestSummary:
-    """The signals-only backtest over a tape: the signal lines in exchange-time order through `writer`."""
+    """The signals-only backtest over a tape: the signal lines in exchange-time order through `writer`.
+
+    Only signal lines are produced, so a writer that would also write output lines is refused.
+    """
+    if not writer.signals_only:
+        raise ValueError("run_tape_backtest writes signal lines only: give it a JsonLinesWriter with signals_only=True")
     started = time.perf_counter()
     with collector_paused():
-        folded = fold_tape(kind=kind, params=params, tape=tape, name=name)
+        folded = fold_tape(kind=kind, params=params, tape=tape, name=name, only_signals=True)
         ordered = sorted(folded.signals, key=lambda s: (s.signal.occurrence_ns, s.rank))
         if ordered:
-            writer.signals([s.signal for s in ordered], [s.output for s in ordered])
+            writer.signal_lines([s.signal for s in ordered])
     writer.outputs_seen += folded.outputs
     writer.flush()
     return BacktestSummary(

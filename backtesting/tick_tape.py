@@ -235,13 +235,23 @@ def _read_columns(path: str | Path, names: list[str], feed: str) -> TickTape | N
         feed=feed,
         symbols=symbols,
         symbol_ids=symbol_ids,
-        times=times_array.to_pylist(),
+        times=_int64_list(times_array),
         prices=prices,
         volumes=volumes,
         trade_ids=trade_ids if trade_ids and any(trade_ids) else None,
         sides=sides if sides and any(s is not None for s in sides) else None,
         received_ns=time.time_ns(),
     )
+
+
+def _int64_list(array: Any) -> list[int]:
+    """The values of an int64 array without nulls, read from its buffer (a third of `to_pylist`'s time)."""
+    if sys.byteorder != "little" or array.null_count:
+        return list(array.to_pylist())
+    words = memoryview(array.buffers()[1]).cast("B")
+    start = array.offset * 8
+    values: list[int] = words[start : start + len(array) * 8].cast("q").tolist()
+    return values
 
 
 def _unscaled(array: Any) -> list[int]:

@@ -14,7 +14,7 @@ Prints, in one run:
 - a strategy written on the simple per-tick interface (the example package's
   `tick_ema`, the same EMA crossover) against the built-in `ema`'s batch fold.
 
-Run: .venv/bin/python bench/bench_backtest.py [--ticks N] [--sweep-ticks N] [--straight-ticks N]
+Run: .venv/bin/python bench/bench_backtest.py [--ticks N] [--sweep-ticks N] [--straight-ticks N] [--only-signals]
 """
 
 from __future__ import annotations
@@ -112,6 +112,9 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=1_000_000)
     parser.add_argument("--sweep-ticks", type=int, default=1_000_000)
     parser.add_argument("--straight-ticks", type=int, default=100_000, help="ticks for the straightforward paths")
+    parser.add_argument(
+        "--only-signals", action="store_true", help="stop after the bare loop and the signals-only tape run"
+    )
     args = parser.parse_args()
     settings = SimulatedSettings(capital=parse_fixed("100000"), quantity=parse_fixed("1"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,6 +139,8 @@ def main() -> None:
             f"read {read.wall:.2f}s wall {read.cpu:.2f}s CPU, fold {fold.wall:.2f}s wall {fold.cpu:.2f}s CPU"
         )
 
+        if args.only_signals:
+            return
         straight_path = Path(tmp) / "straight.csv"
         write_walk(straight_path, args.straight_ticks)
         writer = JsonLinesWriter(lambda line: None, kind="ema", signals_only=True)

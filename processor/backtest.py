@@ -78,6 +78,10 @@ class JsonLinesWriter:
         self.outputs_seen = 0
         self.signals_seen = 0
 
+    @property
+    def signals_only(self) -> bool:
+        return self._signals_only
+
     def outputs(self, batch: OutputBatch) -> None:
         self.outputs_seen += len(batch.rows)
         if self._signals_only:
@@ -94,17 +98,19 @@ class JsonLinesWriter:
                 self._append_pending(output.output_id)
             self._saw(signal.symbol)
             self._runs.append(signal.occurrence_ns)
-            lines.append(
-                orjson.dumps(
-                    {
-                        "type": "signal",
-                        "symbol": signal.symbol,
-                        "kind": signal.kind.value,
-                        "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
-                        "price": fixed_to_str(signal.price),
-                    }
-                ).decode()
-            )
+            lines.append(_signal_line(signal))
+
+    def signal_lines(self, signals: Sequence[Signal]) -> None:
+        """Append the lines of signals already in exchange-time order, in one go (a signals-only writer only).
+
+        They are one closed batch: written as they are, never sorted with other lines.
+        """
+        if not self._signals_only:
+            raise ValueError("signal_lines needs a signals-only writer: output lines would be missing")
+        self.end_batch()
+        self.signals_seen += len(signals)
+        self._lines.extend(map(_signal_line, signals))
+        self._batch_start = len(self._lines)
 
     def end_batch(self) -> None:
         """Close the replayed batch (all of it folded): order its lines by time, write full blocks."""
@@ -177,6 +183,18 @@ class JsonLinesWriter:
         """Write everything, the pending rows of the latest batch included."""
         self.end_batch()
         self._write_lines()
+
+
+def _signal_line(signal: Signal) -> str:
+    return orjson.dumps(
+        {
+            "type": "signal",
+            "symbol": signal.symbol,
+            "kind": signal.kind.value,
+            "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
+            "price": fixed_to_str(signal.price),
+        }
+    ).decode()
 
 
 async def run_backtest(

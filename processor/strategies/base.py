@@ -30,6 +30,9 @@ class StrategyLogic(ABC):
     output_names: ClassVar[tuple[str, ...]]
     # True when output values are fixed-point prices/volumes, False when float indicators.
     fixed_point_outputs: ClassVar[bool]
+    # True when `fold_columns` takes `only_signal_outputs=True`: a signals-only backtest
+    # then builds no output row per tick, only the signals.
+    folds_only_signal_outputs: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.params = dict(params)
@@ -62,13 +65,16 @@ class StrategyLogic(ABC):
         signals: list[SignalRow],
         *,
         trading: bool = True,
+        only_signal_outputs: bool = False,
     ) -> None:
         """Fold ticks of this instrument given as columns (exchange times ns, fixed-point prices and volumes).
 
         The same fold as `fold`, without a MarketData per tick: a backtest reading a
         columnar tape calls it when the kind has it (`folds_columns`). A kind whose
         `fold` reads only these three fields can implement its loop once here and have
-        `fold` pass the columns of its ticks.
+        `fold` pass the columns of its ticks. With `only_signal_outputs` (only when the
+        kind declares `folds_only_signal_outputs`) no row is appended and each signal's
+        index is still the index its tick's row would have had in `rows`.
         """
         raise NotImplementedError(f"{type(self).__name__} folds MarketData only")
 

@@ -13,6 +13,8 @@ closes, from the EMAs of the closed buckets, so it changes at most once per buck
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,6 +60,7 @@ class EmaCrossover(StrategyLogic):
     params_form = EmaParams
     output_names = ("fast", "slow")
     fixed_point_outputs = False
+    folds_only_signal_outputs = True
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(params)
@@ -96,6 +99,7 @@ class EmaCrossover(StrategyLogic):
         signals: list[SignalRow],
         *,
         trading: bool = True,
+        only_signal_outputs: bool = False,
     ) -> None:
         # The hot loop: state lives in locals and is written back once per call.
         timeframe = self.timeframe_ns
@@ -113,14 +117,27 @@ class EmaCrossover(StrategyLogic):
         short = 0 if self.long_only else -1
         on_close = self.bucket_close_only
         append = rows.append
+        keep = not only_signal_outputs
+        index = len(rows) - 1  # the row index of the latest accepted tick
+        # Without rows to write, an in-order tick of the open bucket whose fixed-point price
+        # lies strictly inside (low, high) cannot change the position: only its price is
+        # kept (`held`) for the bucket's close. An empty window (low == high) skips nothing.
+        low = high = held = 0
         skipped = 0
         for ts, price in zip(times, prices):
+            if low < price < high and last_ts <= ts < end:
+                last_ts = ts
+                held = price
+                index += 1
+                continue
             if ts < last_ts:
                 skipped += 1
                 continue
             last_ts = ts
             rolled = False
             if ts >= end:
+                if held:
+                    close = float(held) / _SCALE_FLOAT
                 if close is not None:  # the previous bucket closes at its last price
                     rolled = True
                     if closed:
@@ -131,29 +148,29 @@ class EmaCrossover(StrategyLogic):
                     closed += 1
                 start = ts - ts % timeframe
                 end = start + timeframe
+            held = 0
             close = p = float(price) / _SCALE_FLOAT
             if closed:
                 fast = af * p + bf * cf
                 slow = as_ * p + bs * cs
             else:
                 fast = slow = p
-            append((start, ts, fast, slow))
-            if closed >= warm_after and trading:
+            index += 1
+            if keep:
+                append((start, ts, fast, slow))
+            decides = closed >= warm_after and trading
+            if decides and (rolled or not on_close):
                 if on_close:
-                    if not rolled:
-                        continue
                     fast, slow = cf, cs  # the decision is the closed buckets', not this tick's
-                if fast > slow:
-                    wanted = 1
-                elif fast < slow:
-                    wanted = short
-                else:
-                    continue
+                wanted = 1 if fast > slow else short if fast < slow else position
                 if wanted != position:
-                    index = len(rows) - 1
                     for kind in transition(_POSITION[position], _POSITION[wanted]):
                         signals.append((index, kind, price, ts))
                     position = wanted
+            if only_signal_outputs:
+                low, high = _quiet_window(decides and not on_close, position, short, af, as_, cf, cs)
+        if held:
+            close = float(held) / _SCALE_FLOAT
         self.bucket_start_ns, self.bucket_end_ns = start, end
         self.close = close
         self.closed_buckets = closed
@@ -161,3 +178,39 @@ class EmaCrossover(StrategyLogic):
         self.last_ts_ns = last_ts
         self.position = _POSITION[position]
         self.skipped_out_of_order += skipped
+
+
+_EPS = sys.float_info.epsilon
+_EVERYTHING = (0, 1 << 256)  # every price above zero (a held price of 0 would read as none)
+
+
+def _quiet_window(
+    decides: bool, position: int, short: int, af: float, as_: float, cf: float, cs: float
+) -> tuple[int, int]:
+    """The fixed-point prices (exclusive bounds) at which a tick of the open bucket changes nothing.
+
+    When the open bucket's ticks cannot decide (not warm yet, not trading, or deciding on
+    bucket closes only), every price. Otherwise fast - slow = (af - as_) * p + bf * cf - bs * cs
+    is linear in the price p and crosses zero at one price: the side of it that keeps the
+    held position, shrunk by a margin far above the float rounding of the live EMAs (64
+    epsilons of every term), and bounded so that margin stays valid. Flat while shorts are
+    allowed, either side changes the position: no window.
+    """
+    if not decides:
+        return _EVERYTHING
+    if position != 1 and position != short:
+        return 0, 0
+    slope = af - as_
+    cross = ((1 - as_) * cs - (1 - af) * cf) / slope
+    reach = abs(cross) + abs(cf) + abs(cs)
+    if not math.isfinite(reach) or slope <= 0:
+        return 0, 0
+    margin = 64 * _EPS * 6 * reach / slope
+    if position == 1:
+        lo, hi = cross + margin, 2 * reach
+    else:
+        lo, hi = -2 * reach, cross - margin
+    if lo >= hi:
+        return 0, 0
+    # One fixed-point unit inside each bound on top of the margin: the int conversion truncates.
+    return int(lo * _SCALE_FLOAT) + 1, int(hi * _SCALE_FLOAT) - 1

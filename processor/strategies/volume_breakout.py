@@ -44,6 +44,7 @@ class VolumeBreakout(StrategyLogic):
     params_form = VolumeBreakoutParams
     output_names = ("open", "high", "low", "close", "volume")
     fixed_point_outputs = True
+    folds_only_signal_outputs = True
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         super().__init__(params)
@@ -82,12 +83,15 @@ class VolumeBreakout(StrategyLogic):
         signals: list[SignalRow],
         *,
         trading: bool = True,
+        only_signal_outputs: bool = False,
     ) -> None:
         target = self.bar_volume
         start = self.bar_start_ns
         o, h, lo, c, v = self.bar_open, self.bar_high, self.bar_low, self.bar_close, self.bar_volume_sum
         last_ts = self.last_ts_ns
         append = rows.append
+        keep = not only_signal_outputs
+        index = len(rows) - 1  # the row index of the latest accepted tick
         skipped = 0
         for ts, price, volume in zip(times, prices, volumes, strict=True):
             if ts < last_ts:
@@ -105,10 +109,12 @@ class VolumeBreakout(StrategyLogic):
                     lo = price
                 c = price
                 v += volume
-            append((start, ts, o, h, lo, c, v))
+            index += 1
+            if keep:
+                append((start, ts, o, h, lo, c, v))
             if v >= target:
                 if trading:
-                    self._on_close(c, price, ts, len(rows) - 1, signals)
+                    self._on_close(c, price, ts, index, signals)
                 self.reference.append((h, lo))
                 self.closed_bars += 1
                 start = None
