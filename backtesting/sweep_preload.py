@@ -22,11 +22,15 @@ def _preload() -> None:
     from backtesting.sweep_worker import worker_setup
 
     worker_setup()
+    import numpy  # noqa: F401  (the whole-column folds)
+    import pyarrow.compute
+    import pyarrow.csv  # noqa: F401
     from django.db import connections
 
     import backtesting.runner
-    import backtesting.tick_tape  # noqa: F401  (pyarrow)
-    import processor.strategies  # noqa: F401  (the built-in kinds; plug-ins load with the apps)
+    import backtesting.tick_tape  # noqa: F401
+    import processor.strategies
+    import processor.strategies.ema_arrays  # noqa: F401
 
     connections.close_all()  # none should be open; a worker must never inherit one
 

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from backtesting.tick_tape import TickTape, collector_paused
 from feeds.venues.construct import fast_constructor
 from processor.backtest import BacktestSummary, JsonLinesWriter
@@ -64,6 +66,8 @@ def fold_tape(
 
     With `only_signals`, a kind that `folds_only_signal_outputs` folds each instrument's
     whole column in one call and builds no output row: its signals carry no `output`.
+    A kind that also `folds_arrays` folds the tape's int64 arrays, vectorised, when the
+    tape was read as arrays.
     """
     logic_class = strategy_class(kind)
     found: list[TapeSignal] = []
@@ -71,15 +75,26 @@ def fold_tape(
     for symbol_id, symbol in enumerate(tape.symbols):
         logic = logic_class(params)
         positions = tape.positions(symbol_id)
+        execution_id = uuid.uuid4().hex[:16]
+        arrays = tape.arrays() if only_signals and logic_class.folds_arrays() else None
+        if arrays is not None and logic_class.folds_only_signal_outputs:  # the whole column, vectorised
+            if positions is not None:
+                chosen = np.asarray(positions)
+                arrays = (arrays[0][chosen], arrays[1][chosen], None if arrays[2] is None else arrays[2][chosen])
+            signal_rows: list[SignalRow] = []
+            logic.fold_arrays(*arrays, [], signal_rows, only_signal_outputs=True)
+            _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions).add(0, None, signal_rows)
+            outputs += len(arrays[0]) - logic.skipped_out_of_order
+            skipped += logic.skipped_out_of_order
+            continue
         if positions is None:
             times, prices, volumes = tape.times, tape.prices, tape.volumes
         else:
             times = [tape.times[i] for i in positions]
             prices = [tape.prices[i] for i in positions]
             volumes = [tape.volumes[i] for i in positions]
-        execution_id = uuid.uuid4().hex[:16]
         if only_signals and logic_class.folds_only_signal_outputs:
-            signal_rows: list[SignalRow] = []
+            signal_rows = []
             logic.fold_columns(times, prices, volumes, [], signal_rows, only_signal_outputs=True)
             collect = _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions)
             collect.add(0, None, signal_rows)

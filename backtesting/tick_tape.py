@@ -1,14 +1,15 @@
 """A tick tape: a backtest's ticks as columns (times, prices, volumes), read from a tick CSV by pyarrow.
 
 A strategy that folds columns (`StrategyLogic.fold_columns`) reads these lists as they
-are, so a backtest builds no MarketData per tick. The numbers stay exact: a price or
-volume column is parsed by pyarrow as a decimal with SCALE_DIGITS places and its
-unscaled 128-bit integers are read straight from the array's buffer, never through
-float.
+are, so a backtest builds no MarketData per tick; a kind with a whole-column kernel
+(`fold_arrays`) reads the int64 arrays the reader leaves, and the lists are then never
+made. The numbers stay exact: a price or volume column is parsed by pyarrow as a decimal
+with SCALE_DIGITS places and its unscaled 128-bit integers are read straight from the
+array's buffer, never through float.
 
-The columnar reader accepts only the plain form the tick CSV writer produces (digits,
-an optional point and at most SCALE_DIGITS decimals, times in the 2000..2100 range,
-sides buy/sell/empty). A file with anything else is read by the format's own line
+The columnar reader accepts only the plain form the tick CSV writer produces (digits
+and at most one point, at most SCALE_DIGITS significant decimals and MAX_WHOLE_DIGITS
+whole digits, times in the 2000..2100 range, sides buy/sell/empty). A file with anything else is read by the format's own line
 reader (feeds.venues.tick_csv), which accepts or refuses it exactly as the other
 commands do and names the line of an error; its ticks then become the same tape.
 """
@@ -23,10 +24,11 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from core.fixed_point import SCALE_DIGITS
+from core.fixed_point import MAX_WHOLE_DIGITS, SCALE_DIGITS
 from feeds.market import FeedData, MarketData, Side
 from feeds.venues.construct import make_trade
 from feeds.venues.numbers import MAX_TS_NS, MIN_TS_NS
@@ -34,8 +36,11 @@ from feeds.venues.tick_csv import HEADER, TickFileError, read_tick_csv
 
 _NS_PER_MS = 1_000_000
 _COLUMNS = ("ts_ms", "symbol", "price", "volume", "trade_id", "side", "ts_ns")
-# The tick CSV writer's number form; MAX_WHOLE_DIGITS (18) whole digits keep it in range.
-_PLAIN_NUMBER = rf"^[0-9]{{1,18}}(\.[0-9]{{1,{SCALE_DIGITS}}})?$"
+# The tick CSV writer's number form: MAX_WHOLE_DIGITS whole digits and SCALE_DIGITS decimals
+# fill the decimal's precision, so a value past FIXED_MAX_ABS does not cast. Longer texts
+# (leading zeros, zero tails) go to the line reader, which has its own length limit.
+_PRECISION = MAX_WHOLE_DIGITS + SCALE_DIGITS
+_MAX_TEXT = MAX_WHOLE_DIGITS + 1 + SCALE_DIGITS
 _SIDES = {"buy": Side.BUY, "sell": Side.SELL, "": None}
 
 
@@ -56,6 +61,11 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+# A column of the tape: a list of ints, or an int64 numpy array as the columnar reader
+# leaves it (every value of the column fits in 64 bits); lists are made when first asked for.
+Column = Any
+
+
 @dataclass(frozen=True)
 class TickTape:
     """Ticks in file order as columns; `symbol_ids[i]` indexes `symbols` (None: one symbol only)."""
@@ -63,21 +73,43 @@ class TickTape:
     feed: str
     symbols: list[str]  # in order of first appearance
     symbol_ids: list[int] | None
-    times: list[int]  # exchange time, ns
-    prices: list[int]  # fixed point
-    volumes: list[int]  # fixed point
+    time_column: Column  # exchange time, ns
+    price_column: Column  # fixed point
+    volume_column: Column  # fixed point
     trade_ids: list[str | None] | None = None
     sides: list[Side | None] | None = None
     received_ns: int = 0
 
+    @cached_property
+    def times(self) -> list[int]:
+        return _as_list(self.time_column)
+
+    @cached_property
+    def prices(self) -> list[int]:
+        return _as_list(self.price_column)
+
+    @cached_property
+    def volumes(self) -> list[int]:
+        return _as_list(self.volume_column)
+
+    def arrays(self) -> tuple[Any, Any, Any] | None:
+        """The times and prices (and volumes, or None) as int64 arrays, or None when not read as arrays."""
+        if isinstance(self.time_column, list) or isinstance(self.price_column, list):
+            return None
+        volumes = None if isinstance(self.volume_column, list) else self.volume_column
+        return self.time_column, self.price_column, volumes
+
     def __len__(self) -> int:
-        return len(self.times)
+        return len(self.time_column)
 
     def symbol_of(self, index: int) -> str:
         return self.symbols[0] if self.symbol_ids is None else self.symbols[self.symbol_ids[index]]
 
     def in_time_order(self) -> bool:
         """Whether exchange times never go backwards along the file."""
+        if not isinstance(self.time_column, list):
+            column = self.time_column
+            return bool((column[1:] >= column[:-1]).all())
         times = self.times
         return all(map(operator.le, times, itertools.islice(times, 1, None)))
 
@@ -130,9 +162,9 @@ def tape_from_batches(batches: Iterable[FeedData], *, feed: str) -> TickTape:
         feed=feed,
         symbols=list(ids),
         symbol_ids=symbol_ids if len(ids) > 1 else None,
-        times=times,
-        prices=prices,
-        volumes=volumes,
+        time_column=times,
+        price_column=prices,
+        volume_column=volumes,
         trade_ids=trade_ids if any(t is not None for t in trade_ids) else None,
         sides=sides if any(s is not None for s in sides) else None,
         received_ns=received,
@@ -203,12 +235,12 @@ def _read_columns(path: str | Path, names: list[str], feed: str) -> TickTape | N
         return None
     numbers = []
     for name in ("price", "volume"):
-        text = table.column(name).combine_chunks()
-        if not pc.all(pc.match_substring_regex(text, _PLAIN_NUMBER)).as_py():
+        decimals = _plain_decimals(table.column(name).combine_chunks())
+        if decimals is None:
             return None
-        numbers.append(_unscaled(pc.cast(text, pa.decimal128(30, SCALE_DIGITS))))
+        numbers.append(_unscaled(decimals))
     prices, volumes = numbers
-    if min(prices) <= 0:  # a price is above zero; the line reader names the line that is not
+    if (min(prices) if isinstance(prices, list) else prices.min()) <= 0:  # the line reader names the line
         return None
     sides: list[Side | None] | None = None
     if "side" in names:
@@ -235,37 +267,61 @@ def _read_columns(path: str | Path, names: list[str], feed: str) -> TickTape | N
         feed=feed,
         symbols=symbols,
         symbol_ids=symbol_ids,
-        times=_int64_list(times_array),
-        prices=prices,
-        volumes=volumes,
+        time_column=times_array.to_numpy(),
+        price_column=prices,
+        volume_column=volumes,
         trade_ids=trade_ids if trade_ids and any(trade_ids) else None,
         sides=sides if sides and any(s is not None for s in sides) else None,
         received_ns=time.time_ns(),
     )
 
 
-def _int64_list(array: Any) -> list[int]:
-    """The values of an int64 array without nulls, read from its buffer (a third of `to_pylist`'s time)."""
-    if sys.byteorder != "little" or array.null_count:
-        return list(array.to_pylist())
-    words = memoryview(array.buffers()[1]).cast("B")
-    start = array.offset * 8
-    values: list[int] = words[start : start + len(array) * 8].cast("q").tolist()
+def _as_list(column: Column) -> list[int]:
+    if isinstance(column, list):
+        return column
+    values: list[int] = column.tolist()
     return values
 
 
-def _unscaled(array: Any) -> list[int]:
-    """The unscaled integers of a decimal128 array (its values times 10**scale), exactly."""
-    if sys.byteorder != "little":  # the buffer words below are little-endian
-        return [int(value.scaleb(SCALE_DIGITS)) for value in array.to_pylist()]
-    words = memoryview(array.buffers()[1]).cast("B")
-    start, count = array.offset * 16, len(array)
-    words = words[start : start + count * 16]
-    low: list[int] = words.cast("Q")[0::2].tolist()
+def _plain_decimals(text: Any) -> Any | None:
+    """A string column in the plain number form as decimal128 with SCALE_DIGITS places, or None.
+
+    The plain form is digits with at most one point. Every byte of the column is checked
+    to be a digit or a point (one pass over its characters) and every value to be 1 to
+    MAX_TEXT characters; the cast then refuses a second point, a lone point, more
+    significant decimals than SCALE_DIGITS and more than MAX_WHOLE_DIGITS whole digits.
+    What passes is a decimal the line reader reads to the same value.
+    """
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    largest = pc.max(array).as_py()
-    if largest is None or int(largest.scaleb(SCALE_DIGITS)) < 2**64:  # no high word (18.4 million at 12 places)
-        return low
-    high: list[int] = words.cast("q")[1::2].tolist()
-    return [lo + (hi << 64) for lo, hi in zip(low, high, strict=True)]
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset : text.offset + len(text) + 1]
+    lengths = np.diff(offsets)
+    if not len(lengths) or lengths.min() < 1 or lengths.max() > _MAX_TEXT:
+        return None
+    characters = memoryview(text.buffers()[2])[offsets[0] : offsets[-1]]
+    if bytes(characters).translate(None, b"0123456789."):
+        return None
+    try:
+        return pc.cast(text, pa.decimal128(_PRECISION, SCALE_DIGITS))
+    except pa.ArrowInvalid:
+        return None
+
+
+def _unscaled(array: Any) -> Column:
+    """The unscaled integers of a decimal128 array without negatives (its values times 10**scale), exactly.
+
+    An int64 array when every value fits in 63 bits (18.4 million at 12 places: every
+    price and most volumes), else a list of Python ints.
+    """
+    import numpy as np
+
+    if sys.byteorder != "little":  # the buffer words below are little-endian
+        return [int(value.scaleb(SCALE_DIGITS)) for value in array.to_pylist()]
+    words = np.frombuffer(array.buffers()[1], dtype=np.int64)[2 * array.offset : 2 * (array.offset + len(array))]
+    low, high = words[0::2], words[1::2]
+    if not high.any() and (not len(low) or low.min() >= 0):
+        return low  # a strided view of the decimal buffer: no copy of the column
+    unsigned_low = low.view(np.uint64).tolist()
+    return [lo + (hi << 64) for lo, hi in zip(unsigned_low, high.tolist(), strict=True)]

@@ -185,16 +185,38 @@ class JsonLinesWriter:
         self._write_lines()
 
 
+def signal_line_document(signal: Signal) -> dict[str, Any]:
+    """The JSON object of a signal line (`_signal_line` writes it faster, byte for byte the same)."""
+    return {
+        "type": "signal",
+        "symbol": signal.symbol,
+        "kind": signal.kind.value,
+        "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
+        "price": fixed_to_str(signal.price),
+    }
+
+
+# A backtest writes tens of thousands of signal lines over a few symbols and often repeated
+# prices: the line's fixed head per (symbol, kind) and the price texts are kept, bounded.
+_LINE_CACHE_SIZE = 65_536
+_line_heads: dict[tuple[str, Any], str] = {}
+_price_texts: dict[int, str] = {}
+
+
 def _signal_line(signal: Signal) -> str:
-    return orjson.dumps(
-        {
-            "type": "signal",
-            "symbol": signal.symbol,
-            "kind": signal.kind.value,
-            "occurrence_time_ms": signal.occurrence_ns // _NS_PER_MS,
-            "price": fixed_to_str(signal.price),
-        }
-    ).decode()
+    head = _line_heads.get((signal.symbol, signal.kind))
+    if head is None:
+        if len(_line_heads) >= _LINE_CACHE_SIZE:
+            _line_heads.clear()
+        # orjson's compact form of the document's first three members, the fourth's name.
+        body = orjson.dumps({"type": "signal", "symbol": signal.symbol, "kind": signal.kind.value}).decode()
+        head = _line_heads[(signal.symbol, signal.kind)] = body[:-1] + ',"occurrence_time_ms":'
+    price = _price_texts.get(signal.price)
+    if price is None:
+        if len(_price_texts) >= _LINE_CACHE_SIZE:
+            _price_texts.clear()
+        price = _price_texts[signal.price] = fixed_to_str(signal.price)  # digits, point, sign: no escape
+    return f'{head}{signal.occurrence_ns // _NS_PER_MS},"price":"{price}"}}'
 
 
 async def run_backtest(

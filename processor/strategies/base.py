@@ -83,6 +83,32 @@ class StrategyLogic(ABC):
         """Whether this kind implements `fold_columns` (else a columnar caller builds MarketData)."""
         return cls.fold_columns is not StrategyLogic.fold_columns
 
+    def fold_arrays(
+        self,
+        times: Any,
+        prices: Any,
+        volumes: Any,
+        rows: list[OutputRow],
+        signals: list[SignalRow],
+        *,
+        trading: bool = True,
+        only_signal_outputs: bool = False,
+    ) -> None:
+        """`fold_columns` over int64 numpy arrays (a tape's columns as read), vectorised.
+
+        The same rows, signals and state as `fold_columns` on the same values as lists,
+        so calls of both may follow one another. Times are at or after the epoch;
+        `volumes` is None when the tape's volumes do not fit in 64 bits (a kind that
+        reads volumes then needs the lists). For a kind with a whole-column kernel:
+        a backtest over a long tape calls it once per instrument (`folds_arrays`).
+        """
+        raise NotImplementedError(f"{type(self).__name__} folds lists only")
+
+    @classmethod
+    def folds_arrays(cls) -> bool:
+        """Whether this kind implements `fold_arrays`."""
+        return cls.fold_arrays is not StrategyLogic.fold_arrays
+
     def warm(self, ticks: Sequence[MarketData]) -> None:
         """Pre-fill the state from history without trading."""
         self.fold(ticks, [], [], trading=False)

@@ -90,6 +90,31 @@ class EmaCrossover(StrategyLogic):
         # One loop for live ticks and for a backtest's columns: the EMA reads no volume.
         self.fold_columns([t.ts_event for t in ticks], [t.price for t in ticks], (), rows, signals, trading=trading)
 
+    def fold_arrays(
+        self,
+        times: Any,
+        prices: Any,
+        volumes: Any,
+        rows: list[OutputRow],
+        signals: list[SignalRow],
+        *,
+        trading: bool = True,
+        only_signal_outputs: bool = False,
+    ) -> None:
+        # numpy is imported by the first whole-column fold, not by every process that loads the kinds.
+        from processor.strategies.ema_arrays import fold_ema_arrays
+
+        fold_ema_arrays(
+            self,
+            times,
+            prices,
+            rows,
+            signals,
+            trading=trading,
+            only_signal_outputs=only_signal_outputs,
+            scale=_SCALE_FLOAT,
+        )
+
     def fold_columns(
         self,
         times: Sequence[int],

@@ -206,3 +206,41 @@ def test_a_file_outside_the_plain_form_is_read_or_refused_by_the_line_reader(tmp
     header.write_text("time,price\n1,2\n")
     with pytest.raises(TickFileError, match="line 1"):
         read_tick_tape(header, feed=BACKTEST_FEED)
+
+
+@pytest.mark.parametrize(
+    "number",
+    [".5", "5.", "1.1234567890120000", "0000000000000000000012.5", "999999999999999999.999999999999", "007"]
+    + ["1e5", "+1", "-1", " 1", "1 ", "1.2.3", ".", "١", "1_0", "0x10", "1.1234567890123", "1" * 19, "0" * 40 + "1"],
+)
+def test_the_columnar_reader_agrees_with_the_line_reader_on_every_number_form(tmp_path, number) -> None:
+    path = tmp_path / "n.csv"
+    path.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,100.25,{number}\n{T0_MS + 1},BTC,{number},2\n", "utf-8")
+    try:
+        lines = tape_from_batches(read_tick_csv(path, feed=BACKTEST_FEED), feed=BACKTEST_FEED)
+    except TickFileError as refused:
+        with pytest.raises(TickFileError) as columnar:
+            read_tick_tape(path, feed=BACKTEST_FEED)
+        assert str(columnar.value) == str(refused)  # the same line named, the same reason
+        return
+    tape = read_tick_tape(path, feed=BACKTEST_FEED)
+    assert (tape.times, tape.prices, tape.volumes) == (lines.times, lines.prices, lines.volumes)
+
+
+def test_a_tape_keeps_int64_arrays_only_for_columns_that_fit(tmp_path) -> None:
+    plain = tmp_path / "plain.csv"
+    plain.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,100.25,1.5\n{T0_MS + 7},BTC,9000000.5,2\n")
+    arrays = read_tick_tape(plain, feed=BACKTEST_FEED).arrays()
+    assert arrays is not None and [column.tolist() for column in arrays] == [
+        [T0_MS * 1_000_000, (T0_MS + 7) * 1_000_000],
+        [parse_fixed("100.25"), parse_fixed("9000000.5")],
+        [parse_fixed("1.5"), parse_fixed("2")],
+    ]
+    huge = tmp_path / "huge.csv"  # 2**63 and past at 12 places: exact Python ints, no array
+    huge.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,100,9223372.036854775808\n")
+    tape = read_tick_tape(huge, feed=BACKTEST_FEED)
+    assert tape.volumes == [2**63] and tape.arrays() is not None and tape.arrays()[2] is None
+    wide = tmp_path / "wide.csv"
+    wide.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,9223372.036854775808,1\n")
+    tape = read_tick_tape(wide, feed=BACKTEST_FEED)
+    assert tape.prices == [2**63] and tape.arrays() is None

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import random
 
+import orjson
 import pytest
 from django.core.management import CommandError, call_command
+
+from processor import backtest as backtest_module
+from processor.backtest import signal_line_document
+from processor.signals import Signal, SignalKind
 
 EMA = '{"timeframe_s": 10, "fast": 1, "slow": 3}'
 # Tick files hold exchange times from 2000 on (a time before is a unit mistake): rows
@@ -158,3 +164,22 @@ def test_signals_only_holds_every_counted_signal(tmp_path):
     assert f"{len(lines)} signals" in summary
     times = [line["occurrence_time_ms"] for line in lines]
     assert times == sorted(times)
+
+
+def test_a_signal_line_is_the_documents_json_byte_for_byte(monkeypatch):
+    monkeypatch.setattr(backtest_module, "_LINE_CACHE_SIZE", 5)  # the bounded caches empty and refill
+    rng = random.Random(4)
+    symbols = ["BTC-USD", 'q"uote', "back\\slash", "ünï", "tab\there", "\u2028"]
+    for n in range(3_000):
+        signal = Signal(
+            strategy_id=1,
+            strategy_name="s",
+            feed="f",
+            symbol=rng.choice(symbols),
+            kind=rng.choice(list(SignalKind)),
+            price=rng.choice((1, 10**12, 123_456_789, 2**70, rng.randrange(1, 10**20))),
+            emitted_ns=0,
+            occurrence_ns=rng.randrange(0, 2**62),
+            output_id=str(n),
+        )
+        assert backtest_module._signal_line(signal) == orjson.dumps(signal_line_document(signal)).decode()
