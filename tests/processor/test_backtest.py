@@ -183,3 +183,35 @@ def test_a_signal_line_is_the_documents_json_byte_for_byte(monkeypatch):
             output_id=str(n),
         )
         assert backtest_module._signal_line(signal) == orjson.dumps(signal_line_document(signal)).decode()
+
+
+def report(*args):
+    out = io.StringIO()
+    call_command("backtest", *args, "--report", "json", stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("symbols", [("BTC",), ("ETH", "BTC")])
+def test_a_csv_backtest_reads_a_tape_with_the_replays_results(tmp_path, monkeypatch, symbols):
+    from backtesting.management.commands import backtest as command
+    from tests.backtesting.test_tick_tape import random_csv
+
+    path = str(random_csv(tmp_path / "t.csv", seed=5, count=4_000, symbols=symbols))
+    args = ("--strategy", "ema", "--params", '{"timeframe_s": 5, "fast": 2, "slow": 5}', "--ticks", path)
+    read = []
+    original = command.Command._tape
+    monkeypatch.setattr(command.Command, "_tape", lambda self, options: read.append(1) or original(self, options))
+    tape_lines, _ = backtest(*args, "--signals-only")
+    tape_report = report(*args, "--taker-bps", "7")
+    assert len(read) == 2  # both read the file as a tape
+    monkeypatch.setattr(command.Command, "_tape", lambda self, options: None)  # the replay, for the comparison
+    replay_lines, _ = backtest(*args, "--signals-only")
+    assert tape_lines == replay_lines and len(tape_lines) > 10
+    assert report(*args, "--taker-bps", "7") == tape_report and tape_report["trades"] > 0
+
+
+def test_a_bad_csv_is_a_command_error_naming_the_line_on_the_tape_path_too(tmp_path):
+    path = write_csv(tmp_path / "bad.csv", ["1000,BTC,100,1", "2000,BTC,-1,1"])
+    for extra in (("--signals-only",), ("--report", "json")):
+        with pytest.raises(CommandError, match="line 3"):
+            backtest("--strategy", "ema", "--params", EMA, "--ticks", path, *extra)

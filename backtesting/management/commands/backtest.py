@@ -3,6 +3,8 @@
 Without `--report`: JSON lines of outputs and signals on stdout. With `--report text` or
 `--report json`: the signals are traded by a simulated account (the executor's rules,
 the paper exchange's fills and fees, exact ledger arithmetic) and the report is printed.
+A CSV file with `--report` or `--signals-only` is read as a tick tape (columns), with the
+replay's results.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from backtesting.runner import run_filled_backtest
+from backtesting.runner import run_filled_backtest, run_filled_tape
 from backtesting.simulated_account import risk_events_as_json
+from backtesting.tape_replay import run_tape_backtest
 from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches
+from backtesting.tick_tape import TickTape, read_tick_tape
 from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
 from feeds.market import FeedData
@@ -27,6 +31,7 @@ from processor.backtest_report import report_as_json, report_as_text
 from processor.strategies import STRATEGIES
 
 _RISK_LINES = 50  # risk events printed in the text report
+_BATCH_TICKS = 256
 
 
 def _parse_time(text: str, option: str) -> int:
@@ -66,7 +71,9 @@ class Command(BaseCommand):
         parser.add_argument("--feed", help="feed of the recorded ticks (with --from/--to)")
         parser.add_argument("--symbol", help="comma-separated symbols of the recorded ticks (with --from/--to)")
         parser.add_argument("--signals-only", action="store_true", help="write only the signal lines")
-        parser.add_argument("--batch-ticks", type=int, default=256, help="ticks per replayed batch (1..1024)")
+        parser.add_argument(
+            "--batch-ticks", type=int, default=_BATCH_TICKS, help="ticks per replayed batch (1..1024)"
+        )
         parser.add_argument(
             "--report", choices=("text", "json"), help="trade the signals and print the report instead of the lines"
         )
@@ -78,13 +85,25 @@ class Command(BaseCommand):
         batch_ticks = options["batch_ticks"]
         if not 1 <= batch_ticks <= 1024:
             raise CommandError("--batch-ticks must be from 1 to 1024")
-        batches = self._batches(options, batch_ticks)
+        # A CSV file with the report, or with signal lines only in the default batches, is
+        # read as a tape: the kind's column folds, the same results as the replay, several
+        # times faster. Signal lines of several symbols are still replayed (from the tape's
+        # ticks): the replay orders equal-time signals of different symbols by its batches.
+        as_tape = options["report"] or (options["signals_only"] and batch_ticks == _BATCH_TICKS)
+        tape = self._tape(options) if options["ticks"] and as_tape else None
+        batches = iter(()) if tape is not None else self._batches(options, batch_ticks)
         if options["report"]:
-            self._report(kind, params, batches, options)
+            self._report(kind, params, batches, options, tape)
             return
         writer = JsonLinesWriter(self.stdout._out.write, kind=kind, signals_only=options["signals_only"])  # type: ignore[attr-defined]
         try:
-            summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
+            if tape is not None and len(tape.symbols) == 1:
+                summary = run_tape_backtest(kind=kind, params=params, tape=tape, writer=writer)
+            elif tape is not None:  # several symbols: equal-time signals in the replay's order
+                batches = tape.batches(batch_ticks)
+                summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
+            else:
+                summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
         except (TickFileError, BacktestError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.flush()
@@ -108,10 +127,32 @@ class Command(BaseCommand):
         symbols = [symbol.strip() for symbol in options["symbol"].split(",") if symbol.strip()]
         return _recorded_batches(options["feed"], symbols, start_ns, end_ns, batch_ticks)
 
-    def _report(self, kind: str, params: dict[str, Any], batches: Iterator[FeedData], options: dict[str, Any]) -> None:
+    def _tape(self, options: dict[str, Any]) -> TickTape:
+        if options["start"] or options["end"]:
+            raise CommandError("give either --ticks or --from/--to, not both")
+        try:
+            return read_tick_tape(options["ticks"], feed=BACKTEST_FEED)
+        except TickFileError as exc:
+            raise CommandError(str(exc)) from None
+
+    def _report(
+        self,
+        kind: str,
+        params: dict[str, Any],
+        batches: Iterator[FeedData],
+        options: dict[str, Any],
+        tape: TickTape | None,
+    ) -> None:
         settings = simulated_settings(options)
         try:
-            run = asyncio.run(run_filled_backtest(kind=kind, params=params, batches=batches, settings=settings))
+            if tape is not None:
+                run = asyncio.run(
+                    run_filled_tape(
+                        kind=kind, params=params, tape=tape, settings=settings, batch_ticks=options["batch_ticks"]
+                    )
+                )
+            else:
+                run = asyncio.run(run_filled_backtest(kind=kind, params=params, batches=batches, settings=settings))
         except (TickFileError, BacktestError) as exc:
             raise CommandError(str(exc)) from None
         if options["report"] == "json":
