@@ -71,9 +71,7 @@ class Command(BaseCommand):
         parser.add_argument("--feed", help="feed of the recorded ticks (with --from/--to)")
         parser.add_argument("--symbol", help="comma-separated symbols of the recorded ticks (with --from/--to)")
         parser.add_argument("--signals-only", action="store_true", help="write only the signal lines")
-        parser.add_argument(
-            "--batch-ticks", type=int, default=_BATCH_TICKS, help="ticks per replayed batch (1..1024)"
-        )
+        parser.add_argument("--batch-ticks", type=int, default=_BATCH_TICKS, help="ticks per replayed batch (1..1024)")
         parser.add_argument(
             "--report", choices=("text", "json"), help="trade the signals and print the report instead of the lines"
         )
