@@ -70,7 +70,15 @@ def _chart_context(run: BacktestRun) -> dict[str, Any]:
 @never_cache
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run(request, pk)
-    context = {"run": run, "report": run.report, "chart": _chart_context(run), "state": run_state(run)}
+    report = run.report or {}
+    kept = len(report.get("risk_events", ()))
+    context = {
+        "run": run,
+        "report": run.report,
+        "chart": _chart_context(run),
+        "state": run_state(run),
+        "risk_events_left": max(0, sum(report.get("risk_event_counts", {}).values()) - kept),
+    }
     return render(request, "backtesting/run_detail.html", context)
 
 

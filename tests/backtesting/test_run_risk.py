@@ -72,3 +72,30 @@ def test_the_form_carries_the_risk_terms_to_the_simulated_settings(trader) -> No
         ).exit_levels
         == ExitLevels()
     )
+
+
+def test_the_run_page_shows_the_breakdowns_outcomes_and_risk_events(trader, client) -> None:
+    run = queued_run(
+        trader,
+        record_walk_ticks(),
+        kind="ema",
+        params={"timeframe_s": 30, "fast": 3, "slow": 8},
+        end_ns=START_NS + 3_600 * 1_000_000_000,
+        quantity=Decimal("0.1"),
+        stop_loss_pct=Decimal("0.3"),
+        max_open_positions=1,
+    )
+    backtest_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    client.force_login(trader)
+    page = client.get(f"/backtests/{run.pk}/").content.decode()
+    report = run.report
+    stops = report["risk_event_counts"]["risk.stop_loss"]
+    assert f"risk.stop_loss {stops}" in page and stops > 0
+    assert page.count("<td>risk.stop_loss</td>") == stops  # every kept event is a row
+    for table in ("per-instrument", "per-exit-reason", "daily", "outcomes", "risk-events"):
+        assert f'id="{table}"' in page
+    assert f"<td>stop_loss</td><td class=\"num\">{stops}</td>" in page  # the exit-reason row
+    for outcome, count in report["outcomes"].items():
+        assert f'<td>{outcome}</td><td class="num">{count}</td>' in page
+    assert report["daily"] and all(f"<td>{d['day']}</td>" in page for d in report["daily"])
