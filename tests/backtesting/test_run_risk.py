@@ -95,7 +95,7 @@ def test_the_run_page_shows_the_breakdowns_outcomes_and_risk_events(trader, clie
     assert page.count("<td>risk.stop_loss</td>") == stops  # every kept event is a row
     for table in ("per-instrument", "per-exit-reason", "daily", "outcomes", "risk-events"):
         assert f'id="{table}"' in page
-    assert f"<td>stop_loss</td><td class=\"num\">{stops}</td>" in page  # the exit-reason row
+    assert f'<td>stop_loss</td><td class="num">{stops}</td>' in page  # the exit-reason row
     for outcome, count in report["outcomes"].items():
         assert f'<td>{outcome}</td><td class="num">{count}</td>' in page
     assert report["daily"] and all(f"<td>{d['day']}</td>" in page for d in report["daily"])
