@@ -16,9 +16,18 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 @contextmanager
 def progress_bar(
-    label: str, *, total: int, enabled: bool = True, stream: TextIO | None = None, unit_bytes: bool = True
+    label: str,
+    *,
+    total: int,
+    enabled: bool = True,
+    stream: TextIO | None = None,
+    unit_bytes: bool = True,
+    every: int = 1 << 16,
 ) -> Iterator[Callable[[int], None]]:
-    """Yield `advance(n)`, which moves the bar `n` units of `total` (bytes by default)."""
+    """Yield `advance(n)`, which moves the bar `n` units of `total` (bytes by default).
+
+    The bar is redrawn once `every` units have gathered (1 for slow units such as sweep points).
+    """
     console = Console(file=stream, stderr=stream is None)
     if not enabled or not console.is_terminal:
         yield lambda n: None
@@ -32,7 +41,7 @@ def progress_bar(
             # Rich redraws on every call; batching keeps a tight loop's cost flat.
             nonlocal pending
             pending += n
-            if pending >= 1 << 16:
+            if pending >= every:
                 progress.advance(task, pending)
                 pending = 0
 

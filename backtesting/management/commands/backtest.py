@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,10 +20,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from backtesting.runner import run_filled_backtest, run_filled_tape
 from backtesting.simulated_account import risk_events_as_json
 from backtesting.tape_replay import run_tape_backtest
-from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches
+from backtesting.tick_sources import TickSourceError, read_in_thread, recorded_batches, recorded_tick_count
 from backtesting.tick_tape import TickTape, read_tick_tape
 from backtesting.trading_options import add_trading_arguments, cleaned_params, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
+from core.progress import progress_bar
 from feeds.market import FeedData
 from feeds.venues.tick_csv import TickFileError, read_tick_csv
 from processor.backtest import BACKTEST_FEED, BacktestError, JsonLinesWriter, run_backtest
@@ -54,6 +55,21 @@ def _recorded_batches(
         raise CommandError(str(exc)) from None
 
 
+def _data_lines(path: str) -> int:
+    """The lines of a file after its header (an unreadable file: 0, and the reader says why)."""
+    try:
+        with open(path, "rb") as stream:
+            return max(0, sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b"")) - 1)
+    except OSError:
+        return 0
+
+
+def _advancing(batches: Iterator[FeedData], advance: Callable[[int], None]) -> Iterator[FeedData]:
+    for batch in batches:
+        advance(len(batch.events))
+        yield batch
+
+
 class Command(BaseCommand):
     help = (
         "Run one strategy over ticks from a CSV file (ts_ms,symbol,price,volume) or over recorded "
@@ -75,6 +91,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--report", choices=("text", "json"), help="trade the signals and print the report instead of the lines"
         )
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
         add_trading_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -89,17 +106,34 @@ class Command(BaseCommand):
         # ticks): the replay orders equal-time signals of different symbols by its batches.
         as_tape = options["report"] or (options["signals_only"] and batch_ticks == _BATCH_TICKS)
         tape = self._tape(options) if options["ticks"] and as_tape else None
-        batches = iter(()) if tape is not None else self._batches(options, batch_ticks)
-        if options["report"]:
-            self._report(kind, params, batches, options, tape)
-            return
+        if tape is not None and not options["report"] and len(tape.symbols) > 1:
+            batches: Iterator[FeedData] = tape.batches(batch_ticks)
+            total, tape = len(tape), None
+        elif tape is not None:
+            batches, total = iter(()), len(tape)
+        else:
+            batches, total = self._batches(options, batch_ticks)
+        # A bar over the replayed ticks; a tape is read and folded whole, a million ticks a second or more.
+        show = not options["no_progress"] and tape is None
+        with progress_bar(f"backtest {kind}", total=total, enabled=show, unit_bytes=False) as advance:
+            batches = _advancing(batches, advance)
+            if options["report"]:
+                self._report(kind, params, batches, options, tape)
+            else:
+                self._lines(kind, params, batches, options, tape)
+
+    def _lines(
+        self,
+        kind: str,
+        params: dict[str, Any],
+        batches: Iterator[FeedData],
+        options: dict[str, Any],
+        tape: TickTape | None,
+    ) -> None:
         writer = JsonLinesWriter(self.stdout._out.write, kind=kind, signals_only=options["signals_only"])  # type: ignore[attr-defined]
         try:
-            if tape is not None and len(tape.symbols) == 1:
+            if tape is not None:
                 summary = run_tape_backtest(kind=kind, params=params, tape=tape, writer=writer)
-            elif tape is not None:  # several symbols: equal-time signals in the replay's order
-                batches = tape.batches(batch_ticks)
-                summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
             else:
                 summary = asyncio.run(run_backtest(kind=kind, params=params, batches=batches, writer=writer))
         except (TickFileError, BacktestError) as exc:
@@ -110,12 +144,15 @@ class Command(BaseCommand):
             f"{summary.signals} signals in {summary.seconds:.3f}s ({summary.ticks_per_s:,.0f} ticks/s)"
         )
 
-    def _batches(self, options: dict[str, Any], batch_ticks: int) -> Iterator[FeedData]:
+    def _batches(self, options: dict[str, Any], batch_ticks: int) -> tuple[Iterator[FeedData], int]:
+        """The replayed batches and how many ticks they hold (for the progress bar; lines for a CSV)."""
         recorded = options["start"] or options["end"]
         if options["ticks"] and recorded:
             raise CommandError("give either --ticks or --from/--to, not both")
         if options["ticks"]:
-            return read_tick_csv(options["ticks"], feed=BACKTEST_FEED, batch_ticks=batch_ticks)
+            return read_tick_csv(options["ticks"], feed=BACKTEST_FEED, batch_ticks=batch_ticks), _data_lines(
+                options["ticks"]
+            )
         if not (options["start"] and options["end"] and options["feed"] and options["symbol"]):
             raise CommandError("give --ticks FILE, or --from, --to, --feed and --symbol for recorded ticks")
         start_ns = _parse_time(options["start"], "--from")
@@ -123,7 +160,11 @@ class Command(BaseCommand):
         if end_ns <= start_ns:
             raise CommandError("--to must be after --from")
         symbols = [symbol.strip() for symbol in options["symbol"].split(",") if symbol.strip()]
-        return _recorded_batches(options["feed"], symbols, start_ns, end_ns, batch_ticks)
+        try:
+            total = recorded_tick_count(options["feed"], symbols, start_ns, end_ns)
+        except TickSourceError as exc:
+            raise CommandError(str(exc)) from None
+        return _recorded_batches(options["feed"], symbols, start_ns, end_ns, batch_ticks), total
 
     def _tape(self, options: dict[str, Any]) -> TickTape:
         if options["start"] or options["end"]:

@@ -15,6 +15,7 @@ from backtesting.sweep import METRICS, SweepError, SweepResult, grid_points, ran
 from backtesting.sweep_optimize import DEFAULT_BATCH, optimize
 from backtesting.trading_options import add_trading_arguments, json_object, simulated_settings
 from core.fixed_point import fixed_to_str
+from core.progress import progress_bar
 from processor.strategies import STRATEGIES
 
 _MONEY = ("pnl", "fees")
@@ -64,6 +65,7 @@ class Command(BaseCommand):
         parser.add_argument("--metric", default="pnl", choices=list(METRICS), help="sort by this figure")
         parser.add_argument("--top", type=int, default=0, help="print only the best N points (0: all)")
         parser.add_argument("--json", action="store_true", help="print the results as JSON")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
         add_trading_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -83,25 +85,38 @@ class Command(BaseCommand):
             raise CommandError("--workers must be from 1 to 256")
         settings = simulated_settings(options)
         started = time.perf_counter()
+        show = not options["no_progress"]
         try:
             if options["optimize"] is not None:
-                results = optimize(
-                    kind=kind,
-                    base=base,
-                    space=json_object(options["space"], "--space"),
-                    trials=options["optimize"],
-                    metric=options["metric"],
-                    ticks=options["ticks"],
-                    settings=settings,
-                    workers=options["workers"],
-                    seed=options["seed"],
-                    batch=options["batch"],
-                )
+                with progress_bar(
+                    "backtestsweep trials", total=options["optimize"], enabled=show, unit_bytes=False, every=1
+                ) as advance:
+                    results = optimize(
+                        kind=kind,
+                        base=base,
+                        space=json_object(options["space"], "--space"),
+                        trials=options["optimize"],
+                        metric=options["metric"],
+                        ticks=options["ticks"],
+                        settings=settings,
+                        workers=options["workers"],
+                        seed=options["seed"],
+                        batch=options["batch"],
+                        on_result=lambda result: advance(1),
+                    )
             else:
                 points = grid_points(base, json_object(options["grid"], "--grid"))
-                results = run_sweep(
-                    kind=kind, points=points, ticks=options["ticks"], settings=settings, workers=options["workers"]
-                )
+                with progress_bar(
+                    "backtestsweep points", total=len(points), enabled=show, unit_bytes=False, every=1
+                ) as advance:
+                    results = run_sweep(
+                        kind=kind,
+                        points=points,
+                        ticks=options["ticks"],
+                        settings=settings,
+                        workers=options["workers"],
+                        on_result=lambda result: advance(1),
+                    )
         except SweepError as exc:
             raise CommandError(str(exc)) from None
         seconds = time.perf_counter() - started
