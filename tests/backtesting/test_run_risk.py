@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from backtesting.forms import BacktestRunForm
-from backtesting.models import RunStatus
+from backtesting.models import BacktestRun, RunStatus
 from backtesting.services import backtest_run_execute, simulated_settings_of
 from feeds.market import parse_fixed
 from orders.risk_limits import AccountLimits, ExitLevels
@@ -24,8 +24,8 @@ def trader():
     return get_user_model().objects.create_user("trader", password="pw-long-enough-123")
 
 
-def test_a_run_with_a_stop_loss_reports_its_exits_by_reason(trader) -> None:
-    # A seeded random walk (0.2 % a tick) traded by slow averages: tight levels fire.
+def finished_walk_run(trader, **terms: Decimal) -> BacktestRun:
+    """A seeded random walk (0.2 % a tick) traded by slow averages under a tight stop-loss, run to the end."""
     run = queued_run(
         trader,
         record_walk_ticks(),
@@ -34,11 +34,16 @@ def test_a_run_with_a_stop_loss_reports_its_exits_by_reason(trader) -> None:
         end_ns=START_NS + 3_600 * 1_000_000_000,
         quantity=Decimal("0.1"),
         stop_loss_pct=Decimal("0.3"),
-        trailing_stop_pct=Decimal("0.5"),
         max_open_positions=1,
+        **terms,
     )
     backtest_run_execute(run_id=run.pk)
     run.refresh_from_db()
+    return run
+
+
+def test_a_run_with_a_stop_loss_reports_its_exits_by_reason(trader) -> None:
+    run = finished_walk_run(trader, trailing_stop_pct=Decimal("0.5"))
     assert run.status == RunStatus.DONE, run.error
     reasons = {row["key"]: row["trades"] for row in run.report["per_exit_reason"]}
     assert reasons.get("stop_loss", 0) > 0 and reasons.get("trailing_stop", 0) > 0, reasons
@@ -75,18 +80,7 @@ def test_the_form_carries_the_risk_terms_to_the_simulated_settings(trader) -> No
 
 
 def test_the_run_page_shows_the_breakdowns_outcomes_and_risk_events(trader, client) -> None:
-    run = queued_run(
-        trader,
-        record_walk_ticks(),
-        kind="ema",
-        params={"timeframe_s": 30, "fast": 3, "slow": 8},
-        end_ns=START_NS + 3_600 * 1_000_000_000,
-        quantity=Decimal("0.1"),
-        stop_loss_pct=Decimal("0.3"),
-        max_open_positions=1,
-    )
-    backtest_run_execute(run_id=run.pk)
-    run.refresh_from_db()
+    run = finished_walk_run(trader)
     client.force_login(trader)
     page = client.get(f"/backtests/{run.pk}/").content.decode()
     report = run.report
