@@ -244,3 +244,54 @@ def test_a_tape_keeps_int64_arrays_only_for_columns_that_fit(tmp_path) -> None:
     wide.write_text(f"ts_ms,symbol,price,volume\n{T0_MS},BTC,9223372.036854775808,1\n")
     tape = read_tick_tape(wide, feed=BACKTEST_FEED)
     assert tape.prices == [2**63] and tape.arrays() is None
+
+
+_ALPHABET = "0123456789.,+-eE _x\\\"'\u0661\u00a0\r\t/"
+
+
+def _mutated_csv(rng: random.Random, columns: int) -> str:
+    header = "ts_ms,symbol,price,volume,trade_id,side,ts_ns".split(",")[:columns]
+    rows = []
+    ts = T0_MS
+    for _ in range(rng.randint(1, 30)):
+        ts += rng.choice((0, 1, 250))
+        fields = [
+            str(ts),
+            rng.choice(("BTC", "ETH-USD")),
+            f"{rng.uniform(0.0001, 90_000):.{rng.choice((0, 1, 2, 5, 8, 12, 12, 13))}f}",
+        ]
+        fields.append(rng.choice(("0", "1", "0.25", "12.000000000001", "987654321098.5")))
+        fields += [str(rng.randint(1, 9)), rng.choice(("buy", "sell", "")), rng.choice(("", str(ts * 1_000_000 + 7)))]
+        rows.append(fields[:columns])
+    for _ in range(rng.randint(0, 3)):  # edits: a character, a whole field, a line
+        row = rng.choice(rows)
+        at = rng.randrange(len(row))
+        text = row[at]
+        choice = rng.random()
+        if choice < 0.5 and text:
+            spot = rng.randrange(len(text) + 1)
+            row[at] = text[:spot] + rng.choice(_ALPHABET) + text[spot + 1 :]
+        elif choice < 0.8:
+            row[at] = rng.choice(("", ".", "-0", "1e3", "0" * 40 + "5", "9" * 19, "1.5.", " 7", "nan", "inf"))
+        else:
+            row.insert(at, "extra")
+    return ",".join(header) + "\n" + "".join(",".join(row) + "\n" for row in rows)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mutated_files_read_alike_by_both_readers(tmp_path, seed) -> None:
+    rng = random.Random(seed)
+    path = tmp_path / "m.csv"
+    for case in range(60):
+        path.write_text(_mutated_csv(rng, rng.choice((4, 5, 6, 7))), "utf-8")
+        try:
+            lines = tape_from_batches(read_tick_csv(path, feed=BACKTEST_FEED), feed=BACKTEST_FEED)
+        except TickFileError as refused:
+            with pytest.raises(TickFileError) as columnar:
+                read_tick_tape(path, feed=BACKTEST_FEED)
+            assert str(columnar.value) == str(refused), (seed, case)
+            continue
+        tape = read_tick_tape(path, feed=BACKTEST_FEED)
+        assert [tape.tick(i) for i in range(len(tape))] == [
+            replace(lines.tick(i), ts_recv=tape.received_ns) for i in range(len(lines))
+        ], (seed, case)
