@@ -250,7 +250,7 @@ _ALPHABET = "0123456789.,+-eE _x\\\"'\u0661\u00a0\r\t/"
 
 
 def _mutated_csv(rng: random.Random, columns: int) -> str:
-    header = "ts_ms,symbol,price,volume,trade_id,side,ts_ns".split(",")[:columns]
+    header = ["ts_ms", "symbol", "price", "volume", "trade_id", "side", "ts_ns"][:columns]
     rows = []
     ts = T0_MS
     for _ in range(rng.randint(1, 30)):
