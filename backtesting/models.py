@@ -49,6 +49,9 @@ class ReplayJob(TradeTerms):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Renewed by the process running the job; a running job whose heartbeat stopped (its
+    # process was killed or lost) is failed by the stalled-jobs job, never left running.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         abstract = True

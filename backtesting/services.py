@@ -20,6 +20,7 @@ from celery import current_app
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
+from backtesting.job_liveness import heartbeat
 from backtesting.models import BacktestRun, BacktestSweep, RunStatus
 from backtesting.push import progress_push, web_event_loop
 from backtesting.runner import run_filled_backtest
@@ -167,12 +168,18 @@ def backtest_run_execute(*, run_id: int, push_loop: asyncio.AbstractEventLoop | 
 
     `push_loop`: the web process's event loop, for a run in a background thread there.
     """
+    claimed_at = datetime.now(UTC)
     claimed = BacktestRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=datetime.now(UTC)
+        status=RunStatus.RUNNING, started_at=claimed_at, heartbeat_at=claimed_at
     )
     if not claimed:
         return f"backtest run {run_id}: not queued, nothing to do"
-    run = BacktestRun.objects.get(pk=run_id)
+    with heartbeat(BacktestRun, run_id):
+        return _execute(BacktestRun.objects.get(pk=run_id), push_loop)
+
+
+def _execute(run: BacktestRun, push_loop: asyncio.AbstractEventLoop | None) -> str:
+    run_id = run.pk
     try:
         run.ticks_total = recorded_tick_count(run.feed, run.symbols, run.start_ns, run.end_ns)
         BacktestRun.objects.filter(pk=run.pk).update(ticks_total=run.ticks_total)

@@ -26,6 +26,7 @@ from celery import current_app
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
+from backtesting.job_liveness import heartbeat
 from backtesting.models import BacktestSweep, RunStatus
 from backtesting.push import sweep_push, web_event_loop
 from backtesting.services import RunRequest, simulated_settings_of
@@ -133,12 +134,18 @@ class _Progress:
 
 def backtest_sweep_execute(*, sweep_id: int, push_loop: asyncio.AbstractEventLoop | None = None) -> str:
     """Run a queued sweep to its end, saving progress and the ranked results; a failure is stored, never raised."""
+    claimed_at = datetime.now(UTC)
     claimed = BacktestSweep.objects.filter(pk=sweep_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=datetime.now(UTC)
+        status=RunStatus.RUNNING, started_at=claimed_at, heartbeat_at=claimed_at
     )
     if not claimed:
         return f"backtest sweep {sweep_id}: not queued, nothing to do"
-    sweep = BacktestSweep.objects.get(pk=sweep_id)
+    with heartbeat(BacktestSweep, sweep_id):
+        return _execute(BacktestSweep.objects.get(pk=sweep_id), push_loop)
+
+
+def _execute(sweep: BacktestSweep, push_loop: asyncio.AbstractEventLoop | None) -> str:
+    sweep_id = sweep.pk
     workers = min(sweep.workers, MAX_WORKERS)
     if workers > 1 and multiprocessing.current_process().daemon:
         log.info("backtesting: sweep %s runs in this daemonic worker process, one point after another", sweep_id)

@@ -93,6 +93,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # the real hasher. The site's hashers stay listed after the fast one, so a password a site
     # process set still checks here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # The in-process test database is SQLite in memory with a shared cache, where a second
+        # writer thread fails the first at once instead of waiting: a backtest's heartbeat
+        # thread would fail the run's own writes. The heartbeat is tested on PostgreSQL and in
+        # the site processes tests start (file SQLite, which waits).
+        settings.BACKTEST_HEARTBEAT_S = 0.0
 
 
 def _services_missing(item: pytest.Item) -> list[tuple[str, str | None]]:

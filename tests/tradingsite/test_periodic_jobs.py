@@ -44,6 +44,7 @@ def test_celery_beat_schedule_is_every_declared_job() -> None:
         "orders-reconcile": ("orders.tasks.reconcile_accounts", 10.0),
         "alerts-collect": ("alerts.tasks.collect_alerts", 5.0),
         "alerts-deliver": ("alerts.tasks.deliver_alerts", 5.0),
+        "backtests-fail-stalled": ("backtesting.tasks.backtests_fail_stalled", 30.0),
     }
     assert beat_schedule() == {job.name: {"task": job.task, "schedule": job.every_s} for job in periodic_jobs()}
     # Beat reads the schedule from the database (seeded from these jobs), not from the config.

@@ -38,3 +38,13 @@ CELERY_BEAT_SYNC_EVERY = 1
 BEAT_LEASE_TTL_S = env.float("BEAT_LEASE_TTL_S", default=30.0)
 if not BEAT_LEASE_TTL_S > 0:
     raise ImproperlyConfigured(f"BEAT_LEASE_TTL_S must be positive, not {BEAT_LEASE_TTL_S!r}")
+# A backtest run or sweep renews its heartbeat this often while it runs (0: never, for an
+# in-memory test database, where a second writer thread fails the first at once); the
+# "backtests-fail-stalled" job fails a running one whose heartbeat is older than the other.
+BACKTEST_HEARTBEAT_S = env.float("BACKTEST_HEARTBEAT_S", default=10.0)
+BACKTEST_STALL_AFTER_S = env.float("BACKTEST_STALL_AFTER_S", default=120.0)
+if not BACKTEST_HEARTBEAT_S >= 0 or not BACKTEST_STALL_AFTER_S > BACKTEST_HEARTBEAT_S:
+    raise ImproperlyConfigured(
+        "BACKTEST_STALL_AFTER_S must be above BACKTEST_HEARTBEAT_S (at least 0): "
+        f"{BACKTEST_STALL_AFTER_S!r} and {BACKTEST_HEARTBEAT_S!r}"
+    )
