@@ -39,6 +39,33 @@ def _ns(moment: datetime) -> int:
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
 
+def _local_minute(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def run_form_initial(run: Any) -> dict[str, Any]:
+    """The run form's values for starting `run` again: its strategy, instruments, range and terms.
+
+    The range is shown to the minute, as the form takes it.
+    """
+    instruments = Instrument.objects.filter(feed__name=run.feed, symbol__in=run.symbols)
+    return {
+        "kind": run.kind,
+        "params": run.params,
+        "instruments": [instrument.pk for instrument in instruments],
+        "start": _local_minute(run.start_ns),
+        "end": _local_minute(run.end_ns),
+        "capital": run.capital,
+        "quantity": run.quantity,
+        "order_type": run.order_type,
+        "reversal": run.reversal,
+        "taker_bps": run.taker_bps,
+        "maker_bps": run.maker_bps,
+        "latency_ms": run.latency_ms,
+        **{name: getattr(run, name) for name in RISK_FIELDS},
+    }
+
+
 class InstrumentChoiceField(BoundedModelMultipleChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.feed.name} / {obj.symbol}"

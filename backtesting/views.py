@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from backtesting.forms import BacktestRunForm
+from backtesting.forms import BacktestRunForm, run_form_initial
 from backtesting.models import BacktestRun
 from backtesting.push import run_state
 from backtesting.selectors import run_candles, runs_for_user, sweeps_for_user
@@ -42,6 +42,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
             run = backtest_run_create(owner=request.user, request=form.run_request())
             return redirect("backtest-run", pk=run.pk)
         status = 400
+    elif "from" in request.GET:  # "Run again": the form filled in with one of your runs
+        form = BacktestRunForm(initial=run_form_initial(_run(request, _run_id(request, "from"))))
+        status = 200
     else:
         now = datetime.now(UTC).replace(second=0, microsecond=0)
         form = BacktestRunForm(
@@ -92,7 +95,7 @@ def run_state_json(request: HttpRequest, pk: int) -> JsonResponse:
 def _run_id(request: HttpRequest, name: str) -> int:
     value = request.GET.get(name, "")
     if not value.isdigit() or len(value) > 18:
-        raise Http404(f"name two runs: ?a=ID&b=ID ({name} is missing or not a run id)")
+        raise Http404(f"{name} is missing or not a run id")
     return int(value)
 
 

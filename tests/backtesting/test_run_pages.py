@@ -257,3 +257,31 @@ async def test_a_run_in_a_background_thread_pushes_through_the_web_processs_loop
     message = await browser.receive_json_from(timeout=2)
     assert message["run"]["status"] == "running"
     await browser.disconnect()
+
+
+@pytest.mark.django_db
+def test_run_again_fills_the_form_with_your_run_and_posting_it_starts_the_same_run(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    owner, other = user("owner"), user("other")
+    instrument = make_instrument()
+    client = logged_in(owner)
+    data = form_data(instrument, kind="ema", params='{"timeframe_s": 30, "fast": 3, "slow": 8}', stop_loss_pct="1.5")
+    with django_capture_on_commit_callbacks():
+        client.post("/backtests/new/", data)
+    first = BacktestRun.objects.get()
+    assert f'href="/backtests/new/?from={first.pk}"' in client.get(f"/backtests/{first.pk}/").content.decode()
+    page = client.get(f"/backtests/new/?from={first.pk}")
+    form = page.context["form"]
+    again = {name: form[name].value() for name in form.fields}
+    assert again["kind"] == "ema" and json.loads(again["params"]) == first.params
+    assert again["instruments"] == [instrument.pk] and again["start"] == "2026-11-30T12:00"
+    assert str(again["stop_loss_pct"]) == "1.5000" and again["taker_bps"] == 5
+    with django_capture_on_commit_callbacks():
+        client.post("/backtests/new/", {k: v for k, v in again.items() if v is not None})
+    second = BacktestRun.objects.exclude(pk=first.pk).get()
+    fields = ("kind", "params", "feed", "symbols", "start_ns", "end_ns", "capital", "quantity", "order_type")
+    fields += ("reversal", "taker_bps", "maker_bps", "latency_ms", "stop_loss_pct", "take_profit_pct")
+    assert [getattr(second, f) for f in fields] == [getattr(first, f) for f in fields]
+    assert logged_in(other).get(f"/backtests/new/?from={first.pk}").status_code == 404  # not theirs
+    assert client.get("/backtests/new/?from=abc").status_code == 404
