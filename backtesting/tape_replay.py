@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from processor.strategies import strategy_class
 from processor.strategies.base import SignalRow, StrategyLogic
 
 FOLD_CHUNK = 256  # ticks per fold call, as many as a live batch: a chunk's rows stay in cache
+REPLAY_BATCH_TICKS = 256  # the batches whose line order a signals-only tape run writes
 _make_signal = fast_constructor(Signal)  # Signal(...) without the per-field frozen setattr
 
 
@@ -179,16 +180,22 @@ class _Collector:
 def run_tape_backtest(
     *, kind: str, params: Mapping[str, Any], tape: TickTape, writer: JsonLinesWriter, name: str = "backtest"
 ) -> BacktestSummary:
-    """The signals-only backtest over a tape: the signal lines in exchange-time order through `writer`.
+    """The signals-only backtest over a tape: the lines the processor's replay writes, through `writer`.
 
     Only signal lines are produced, so a writer that would also write output lines is refused.
+    The lines come in the replay's order (batches of REPLAY_BATCH_TICKS): by batch, then
+    exchange time, then, for equal times, by the order the batch first shows their
+    symbols. A tape of several symbols whose times go backwards is refused (ValueError):
+    its signals' tape positions are not known here, so it is replayed instead.
     """
     if not writer.signals_only:
         raise ValueError("run_tape_backtest writes signal lines only: give it a JsonLinesWriter with signals_only=True")
+    if len(tape.symbols) > 1 and not tape.in_time_order():
+        raise ValueError("a tape of several symbols whose times go backwards is replayed, not folded whole")
     started = time.perf_counter()
     with collector_paused():
         folded = fold_tape(kind=kind, params=params, tape=tape, name=name, only_signals=True)
-        ordered = sorted(folded.signals, key=lambda s: (s.signal.occurrence_ns, s.rank))
+        ordered = sorted(folded.signals, key=_replay_order(tape))
         if ordered:
             writer.signal_lines([s.signal for s in ordered])
     writer.outputs_seen += folded.outputs
@@ -200,3 +207,28 @@ def run_tape_backtest(
         symbols=len(tape.symbols),
         seconds=time.perf_counter() - started,
     )
+
+
+def _replay_order(tape: TickTape) -> Callable[[TapeSignal], tuple[int, ...]]:
+    """The sort key that puts a tape's signals in the order the replay writes their lines.
+
+    The replay writes each batch's lines sorted by time, stable over the order its
+    strategy executions emitted them: by symbol, in the order the batch first shows each
+    (then fold order, the signal's rank). One symbol: time, then rank.
+    """
+    if tape.symbol_ids is None:
+        return lambda s: (s.signal.occurrence_ns, s.rank)
+    ids, size = tape.symbol_ids, REPLAY_BATCH_TICKS
+    symbol_ids = {symbol: number for number, symbol in enumerate(tape.symbols)}
+    appearance: dict[int, dict[int, int]] = {}  # batch -> symbol id -> order of first appearance
+
+    def key(s: TapeSignal) -> tuple[int, ...]:
+        batch = s.index // size
+        order = appearance.get(batch)
+        if order is None:
+            order = appearance[batch] = {}
+            for symbol_id in ids[batch * size : (batch + 1) * size]:
+                order.setdefault(symbol_id, len(order))
+        return (batch, s.signal.occurrence_ns, order[symbol_ids[s.signal.symbol]], s.rank)
+
+    return key

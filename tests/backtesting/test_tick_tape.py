@@ -145,8 +145,10 @@ async def test_a_tape_whose_times_go_backwards_takes_the_straightforward_path(tm
     assert_same(straight, fast)
 
 
-async def test_signals_only_over_a_tape_writes_the_processor_replay_lines(tmp_path) -> None:
-    path = random_csv(tmp_path / "t.csv", seed=5, count=2_000, symbols=("BTC",))
+@pytest.mark.parametrize("symbols", [("BTC",), ("ETH", "BTC"), ("SOL", "BTC", "ETH")])
+async def test_signals_only_over_a_tape_writes_the_processor_replay_lines(tmp_path, symbols) -> None:
+    # Equal times across symbols are common here: their lines keep the replay's order.
+    path = random_csv(tmp_path / "t.csv", seed=5, count=2_000 * len(symbols), symbols=symbols)
     expected: list[str] = []
     await run_backtest(
         kind="ema",
@@ -162,7 +164,15 @@ async def test_signals_only_over_a_tape_writes_the_processor_replay_lines(tmp_pa
         writer=JsonLinesWriter(written.append, kind="ema", signals_only=True),
     )
     assert "".join(written) == "".join(expected) and summary.signals > 0
-    assert summary.outputs == 2_000
+    assert summary.outputs == 2_000 * len(symbols)
+
+
+def test_a_signals_only_tape_run_refuses_several_symbols_whose_times_go_backwards(tmp_path) -> None:
+    path = tmp_path / "back.csv"
+    path.write_text(f"ts_ms,symbol,price,volume\n{T0_MS + 5},BTC,100,1\n{T0_MS},ETH,10,1\n")
+    writer = JsonLinesWriter(lambda line: None, kind="ema", signals_only=True)
+    with pytest.raises(ValueError, match="replayed"):
+        run_tape_backtest(kind="ema", params=EMA, tape=read_tick_tape(path, feed=BACKTEST_FEED), writer=writer)
 
 
 def test_the_columnar_reader_reads_what_the_line_reader_reads(tmp_path) -> None:

@@ -204,6 +204,10 @@ def test_a_csv_backtest_reads_a_tape_with_the_replays_results(tmp_path, monkeypa
     tape_lines, _ = backtest(*args, "--signals-only")
     tape_report = report(*args, "--taker-bps", "7")
     assert len(read) == 2  # both read the file as a tape
+    if len(symbols) > 1:  # and the lines were folded from it, not replayed
+        with monkeypatch.context() as no_replay:
+            no_replay.setattr(command, "run_backtest", None)
+            assert backtest(*args, "--signals-only")[0] == tape_lines
     monkeypatch.setattr(command.Command, "_tape", lambda self, options: None)  # the replay, for the comparison
     replay_lines, _ = backtest(*args, "--signals-only")
     assert tape_lines == replay_lines and len(tape_lines) > 10

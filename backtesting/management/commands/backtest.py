@@ -102,11 +102,11 @@ class Command(BaseCommand):
             raise CommandError("--batch-ticks must be from 1 to 1024")
         # A CSV file with the report, or with signal lines only in the default batches, is
         # read as a tape: the kind's column folds, the same results as the replay, several
-        # times faster. Signal lines of several symbols are still replayed (from the tape's
-        # ticks): the replay orders equal-time signals of different symbols by its batches.
+        # times faster. Signal lines of several symbols whose times go backwards are still
+        # replayed (from the tape's ticks): their order depends on where the batches fall.
         as_tape = options["report"] or (options["signals_only"] and batch_ticks == _BATCH_TICKS)
         tape = self._tape(options) if options["ticks"] and as_tape else None
-        if tape is not None and not options["report"] and len(tape.symbols) > 1:
+        if tape is not None and not options["report"] and len(tape.symbols) > 1 and not tape.in_time_order():
             batches: Iterator[FeedData] = tape.batches(batch_ticks)
             total, tape = len(tape), None
         elif tape is not None:
