@@ -219,3 +219,16 @@ def test_a_bad_csv_is_a_command_error_naming_the_line_on_the_tape_path_too(tmp_p
     for extra in (("--signals-only",), ("--report", "json")):
         with pytest.raises(CommandError, match="line 3"):
             backtest("--strategy", "ema", "--params", EMA, "--ticks", path, *extra)
+
+
+def test_json_is_the_short_form_of_report_json(ema_csv):
+    args = ("--strategy", "ema", "--params", EMA, "--ticks", ema_csv)
+    assert report(*args) == json.loads(_stdout("backtest", *args, "--json"))
+    with pytest.raises(CommandError, match="--json"):
+        call_command("backtest", *args, "--json", "--report", "text", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def _stdout(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()

@@ -91,10 +91,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--report", choices=("text", "json"), help="trade the signals and print the report instead of the lines"
         )
+        parser.add_argument("--json", action="store_true", help="trade the signals and print the report as JSON")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
         add_trading_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["json"]:  # the short form of --report json
+            if options["report"] not in (None, "json"):
+                raise CommandError("--json prints the report as JSON: give it without --report text")
+            options["report"] = "json"
         kind = options["strategy"]
         params = cleaned_params(kind, json_object(options["params"], "--params"))
         batch_ticks = options["batch_ticks"]
