@@ -165,11 +165,7 @@ class EmaCrossover(StrategyLogic):
                     close = float(held) / _SCALE_FLOAT
                 if close is not None:  # the previous bucket closes at its last price
                     rolled = True
-                    if closed:
-                        cf = af * close + bf * cf
-                        cs = as_ * close + bs * cs
-                    else:
-                        cf = cs = close
+                    cf, cs = closed_emas(closed, close, cf, cs, af, bf, as_, bs)
                     closed += 1
                 start = ts - ts % timeframe
                 end = start + timeframe
@@ -203,6 +199,19 @@ class EmaCrossover(StrategyLogic):
         self.last_ts_ns = last_ts
         self.position = _POSITION[position]
         self.skipped_out_of_order += skipped
+
+
+def closed_emas(
+    closed: int, close: float, cf: float, cs: float, af: float, bf: float, as_: float, bs: float
+) -> tuple[float, float]:
+    """The fast and slow EMAs over closed buckets after one more closes at `close` (`closed` before it).
+
+    Seeded with the first close; then alpha * close + (1 - alpha) * EMA, in this order of
+    operations, which every fold of the kind keeps so their values agree bit for bit.
+    """
+    if closed:
+        return af * close + bf * cf, as_ * close + bs * cs
+    return close, close
 
 
 _EPS = sys.float_info.epsilon

@@ -23,16 +23,14 @@ test compares both on random tapes split into calls at random points.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
 from processor.strategies.base import SignalRow
-
-if TYPE_CHECKING:
-    from processor.strategies.ema import EmaCrossover
+from processor.strategies.ema import EmaCrossover, closed_emas
 
 # Ticks per pass: a block's temporary arrays stay in the CPU cache and in memory the
 # allocator already holds; a whole million-tick column per pass spends more time on fresh
@@ -111,11 +109,7 @@ def _fold_block(
     closed = logic.closed_buckets
     fast_after, slow_after = [cf], [cs]
     for close in closes:
-        if closed:
-            cf = af * close + bf * cf
-            cs = as_ * close + bs * cs
-        else:
-            cf = cs = close
+        cf, cs = closed_emas(closed, close, cf, cs, af, bf, as_, bs)
         closed += 1
         fast_after.append(cf)
         slow_after.append(cs)
