@@ -10,6 +10,7 @@ Each signal is the Signal an execution would emit for it, from the same rows.
 
 from __future__ import annotations
 
+import operator
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -20,7 +21,7 @@ import numpy as np
 
 from backtesting.tick_tape import TickTape, collector_paused
 from feeds.venues.construct import fast_constructor
-from processor.backtest import BacktestSummary, JsonLinesWriter
+from processor.backtest import BacktestSummary, JsonLinesWriter, signal_line
 from processor.outputs import OutputBatch, OutputRow, StrategyOutput, output_id
 from processor.signals import Signal
 from processor.strategies import strategy_class
@@ -74,40 +75,23 @@ def fold_tape(
     found: list[TapeSignal] = []
     outputs = skipped = 0
     for symbol_id, symbol in enumerate(tape.symbols):
+        execution_id = uuid.uuid4().hex[:16]
+        whole = _fold_signals_only(logic_class, params, tape, symbol_id) if only_signals else None
+        if whole is not None:
+            collect = _Collector(found, whole.logic, tape, strategy_id, name, symbol, execution_id, whole.positions)
+            collect.add(0, None, whole.rows)
+            outputs += whole.outputs
+            skipped += whole.logic.skipped_out_of_order
+            continue
         logic = logic_class(params)
         positions = tape.positions(symbol_id)
-        execution_id = uuid.uuid4().hex[:16]
-        arrays = tape.arrays() if only_signals and logic_class.folds_arrays() else None
-        if arrays is not None and logic_class.folds_only_signal_outputs:  # the whole column, vectorised
-            if positions is not None:
-                chosen = np.asarray(positions)
-                arrays = (arrays[0][chosen], arrays[1][chosen], None if arrays[2] is None else arrays[2][chosen])
-            signal_rows: list[SignalRow] = []
-            logic.fold_arrays(*arrays, [], signal_rows, only_signal_outputs=True)
-            _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions).add(0, None, signal_rows)
-            outputs += len(arrays[0]) - logic.skipped_out_of_order
-            skipped += logic.skipped_out_of_order
-            continue
-        if positions is None:
-            times, prices, volumes = tape.times, tape.prices, tape.volumes
-        else:
-            times = [tape.times[i] for i in positions]
-            prices = [tape.prices[i] for i in positions]
-            volumes = [tape.volumes[i] for i in positions]
-        if only_signals and logic_class.folds_only_signal_outputs:
-            signal_rows = []
-            logic.fold_columns(times, prices, volumes, [], signal_rows, only_signal_outputs=True)
-            collect = _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions)
-            collect.add(0, None, signal_rows)
-            outputs += len(times) - logic.skipped_out_of_order
-            skipped += logic.skipped_out_of_order
-            continue
+        times, prices, volumes = _columns(tape, positions)
         seq = 0
         collect = _Collector(found, logic, tape, strategy_id, name, symbol, execution_id, positions)
         for start in range(0, len(times), FOLD_CHUNK):
             end = start + FOLD_CHUNK
             rows: list[OutputRow] = []
-            signal_rows = []
+            signal_rows: list[SignalRow] = []
             if logic.folds_columns():
                 logic.fold_columns(times[start:end], prices[start:end], volumes[start:end], rows, signal_rows)
             else:
@@ -120,6 +104,48 @@ def fold_tape(
         outputs += seq
         skipped += logic.skipped_out_of_order
     return TapeFold(signals=found, outputs=outputs, skipped_out_of_order=skipped)
+
+
+def _columns(tape: TickTape, positions: list[int] | None) -> tuple[list[int], list[int], list[int]]:
+    if positions is None:
+        return tape.times, tape.prices, tape.volumes
+    times, prices, volumes = tape.times, tape.prices, tape.volumes
+    return [times[i] for i in positions], [prices[i] for i in positions], [volumes[i] for i in positions]
+
+
+@dataclass(frozen=True)
+class _WholeFold:
+    logic: StrategyLogic
+    positions: list[int] | None  # the instrument's tape indices (None: the tape has one symbol)
+    rows: list[SignalRow]
+    outputs: int
+
+
+def _fold_signals_only(
+    logic_class: type[StrategyLogic], params: Mapping[str, Any], tape: TickTape, symbol_id: int
+) -> _WholeFold | None:
+    """One instrument's whole column folded for its signals only (None: the kind cannot).
+
+    A kind that `folds_arrays` folds the tape's int64 arrays when the tape has them; else
+    `fold_columns` folds the lists.
+    """
+    if not logic_class.folds_only_signal_outputs:
+        return None
+    logic = logic_class(params)
+    positions = tape.positions(symbol_id)
+    rows: list[SignalRow] = []
+    arrays = tape.arrays() if logic_class.folds_arrays() else None
+    if arrays is not None:
+        if positions is not None:
+            chosen = np.asarray(positions)
+            arrays = (arrays[0][chosen], arrays[1][chosen], None if arrays[2] is None else arrays[2][chosen])
+        logic.fold_arrays(*arrays, [], rows, only_signal_outputs=True)
+        count = len(arrays[0])
+    else:
+        times, prices, volumes = _columns(tape, positions)
+        logic.fold_columns(times, prices, volumes, [], rows, only_signal_outputs=True)
+        count = len(times)
+    return _WholeFold(logic, positions, rows, count - logic.skipped_out_of_order)
 
 
 @dataclass(slots=True)
@@ -193,42 +219,77 @@ def run_tape_backtest(
     if len(tape.symbols) > 1 and not tape.in_time_order():
         raise ValueError("a tape of several symbols whose times go backwards is replayed, not folded whole")
     started = time.perf_counter()
+    logic_class = strategy_class(kind)
     with collector_paused():
-        folded = fold_tape(kind=kind, params=params, tape=tape, name=name, only_signals=True)
-        ordered = sorted(folded.signals, key=_replay_order(tape))
-        if ordered:
-            writer.signal_lines([s.signal for s in ordered])
-    writer.outputs_seen += folded.outputs
+        if logic_class.folds_only_signal_outputs:
+            lines, outputs = _whole_signal_lines(logic_class, params, tape)
+        else:
+            folded = fold_tape(kind=kind, params=params, tape=tape, name=name, only_signals=True)
+            key = _replay_key(tape)
+            number = {symbol: n for n, symbol in enumerate(tape.symbols)}
+            ordered = sorted(
+                folded.signals,
+                key=lambda s: key(s.index, s.signal.occurrence_ns, number[s.signal.symbol], s.rank),
+            )
+            lines = [
+                signal_line(s.signal.symbol, s.signal.kind, s.signal.occurrence_ns, s.signal.price) for s in ordered
+            ]
+            outputs = folded.outputs
+        if lines:
+            writer.signal_lines(lines)
+    writer.outputs_seen += outputs
     writer.flush()
     return BacktestSummary(
         ticks=len(tape),
-        outputs=folded.outputs,
-        signals=len(ordered),
+        outputs=outputs,
+        signals=len(lines),
         symbols=len(tape.symbols),
         seconds=time.perf_counter() - started,
     )
 
 
-def _replay_order(tape: TickTape) -> Callable[[TapeSignal], tuple[int, ...]]:
-    """The sort key that puts a tape's signals in the order the replay writes their lines.
+def _whole_signal_lines(
+    logic_class: type[StrategyLogic], params: Mapping[str, Any], tape: TickTape
+) -> tuple[list[str], int]:
+    """Every instrument's signal lines, in the replay's order, straight from the signal rows; and the outputs."""
+    if len(tape.symbols) == 1:  # one fold: its rows are in time order already
+        whole = _fold_signals_only(logic_class, params, tape, 0)
+        assert whole is not None
+        symbol = tape.symbols[0]
+        return [signal_line(symbol, kind, ts, price) for _, kind, price, ts in whole.rows], whole.outputs
+    key = _replay_key(tape)
+    keyed: list[tuple[tuple[int, ...], str]] = []
+    outputs = 0
+    for symbol_id, symbol in enumerate(tape.symbols):
+        whole = _fold_signals_only(logic_class, params, tape, symbol_id)
+        assert whole is not None and whole.positions is not None
+        outputs += whole.outputs
+        positions = whole.positions  # in time order, nothing skipped: row n is the symbol's tick n
+        for index, kind, price, ts in whole.rows:
+            keyed.append((key(positions[index], ts, symbol_id, len(keyed)), signal_line(symbol, kind, ts, price)))
+    keyed.sort(key=operator.itemgetter(0))
+    return [line for _, line in keyed], outputs
+
+
+def _replay_key(tape: TickTape) -> Callable[[int, int, int, int], tuple[int, ...]]:
+    """The sort key (of a signal's tape index, time, symbol number and rank) of the replay's line order.
 
     The replay writes each batch's lines sorted by time, stable over the order its
-    strategy executions emitted them: by symbol, in the order the batch first shows each
-    (then fold order, the signal's rank). One symbol: time, then rank.
+    strategy executions emitted them: by symbol, in the order the batch first shows each,
+    then fold order (the rank). One symbol: time, then rank.
     """
     if tape.symbol_ids is None:
-        return lambda s: (s.signal.occurrence_ns, s.rank)
+        return lambda index, ts, symbol_id, rank: (ts, rank)
     ids, size = tape.symbol_ids, REPLAY_BATCH_TICKS
-    symbol_ids = {symbol: number for number, symbol in enumerate(tape.symbols)}
-    appearance: dict[int, dict[int, int]] = {}  # batch -> symbol id -> order of first appearance
+    appearance: dict[int, dict[int, int]] = {}  # batch -> symbol number -> order of first appearance
 
-    def key(s: TapeSignal) -> tuple[int, ...]:
-        batch = s.index // size
+    def key(index: int, ts: int, symbol_id: int, rank: int) -> tuple[int, ...]:
+        batch = index // size
         order = appearance.get(batch)
         if order is None:
             order = appearance[batch] = {}
-            for symbol_id in ids[batch * size : (batch + 1) * size]:
-                order.setdefault(symbol_id, len(order))
-        return (batch, s.signal.occurrence_ns, order[symbol_ids[s.signal.symbol]], s.rank)
+            for seen in ids[batch * size : (batch + 1) * size]:
+                order.setdefault(seen, len(order))
+        return (batch, ts, order[symbol_id], rank)
 
     return key

@@ -21,7 +21,7 @@ from processor.backfill_source import NoHistory
 from processor.outputs import OutputBatch, OutputRow, StrategyOutput
 from processor.processor import Processor
 from processor.routing import Degraded
-from processor.signals import Signal
+from processor.signals import Signal, SignalKind
 from processor.specs import StrategySpec
 from processor.strategies import strategy_class
 
@@ -100,16 +100,16 @@ class JsonLinesWriter:
             self._runs.append(signal.occurrence_ns)
             lines.append(_signal_line(signal))
 
-    def signal_lines(self, signals: Sequence[Signal]) -> None:
-        """Append the lines of signals already in exchange-time order, in one go (a signals-only writer only).
+    def signal_lines(self, lines: Sequence[str]) -> None:
+        """Append signal lines (`signal_line`) already in their order, in one go (a signals-only writer only).
 
         They are one closed batch: written as they are, never sorted with other lines.
         """
         if not self._signals_only:
             raise ValueError("signal_lines needs a signals-only writer: output lines would be missing")
         self.end_batch()
-        self.signals_seen += len(signals)
-        self._lines.extend(map(_signal_line, signals))
+        self.signals_seen += len(lines)
+        self._lines.extend(lines)
         self._batch_start = len(self._lines)
 
     def end_batch(self) -> None:
@@ -204,19 +204,24 @@ _price_texts: dict[int, str] = {}
 
 
 def _signal_line(signal: Signal) -> str:
-    head = _line_heads.get((signal.symbol, signal.kind))
+    return signal_line(signal.symbol, signal.kind, signal.occurrence_ns, signal.price)
+
+
+def signal_line(symbol: str, kind: SignalKind, occurrence_ns: int, price: int) -> str:
+    """The JSON line of one signal: `signal_line_document`'s compact JSON, byte for byte."""
+    head = _line_heads.get((symbol, kind))
     if head is None:
         if len(_line_heads) >= _LINE_CACHE_SIZE:
             _line_heads.clear()
         # orjson's compact form of the document's first three members, the fourth's name.
-        body = orjson.dumps({"type": "signal", "symbol": signal.symbol, "kind": signal.kind.value}).decode()
-        head = _line_heads[(signal.symbol, signal.kind)] = body[:-1] + ',"occurrence_time_ms":'
-    price = _price_texts.get(signal.price)
-    if price is None:
+        body = orjson.dumps({"type": "signal", "symbol": symbol, "kind": kind.value}).decode()
+        head = _line_heads[(symbol, kind)] = body[:-1] + ',"occurrence_time_ms":'
+    text = _price_texts.get(price)
+    if text is None:
         if len(_price_texts) >= _LINE_CACHE_SIZE:
             _price_texts.clear()
-        price = _price_texts[signal.price] = fixed_to_str(signal.price)  # digits, point, sign: no escape
-    return f'{head}{signal.occurrence_ns // _NS_PER_MS},"price":"{price}"}}'
+        text = _price_texts[price] = fixed_to_str(price)  # digits, point, sign: no escape
+    return f'{head}{occurrence_ns // _NS_PER_MS},"price":"{text}"}}'
 
 
 async def run_backtest(

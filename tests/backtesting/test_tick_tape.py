@@ -28,6 +28,8 @@ from orders.models.accounts import Reversal
 from orders.models.lifecycle import OrderType
 from orders.risk_limits import AccountLimits, ExitLevels
 from processor.backtest import BACKTEST_FEED, JsonLinesWriter, run_backtest
+from processor.strategies import clean_params
+from tests.processor.test_strategy_plugins import plugin  # noqa: F401  (a fixture)
 
 T0_MS = 1_764_460_800_000
 EMA = {"timeframe_s": 5, "fast": 2, "slow": 5}
@@ -146,22 +148,31 @@ async def test_a_tape_whose_times_go_backwards_takes_the_straightforward_path(tm
 
 
 @pytest.mark.parametrize("symbols", [("BTC",), ("ETH", "BTC"), ("SOL", "BTC", "ETH")])
-async def test_signals_only_over_a_tape_writes_the_processor_replay_lines(tmp_path, symbols) -> None:
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [("ema", EMA), ("volume_breakout", BREAKOUT), ("tick_ema", EMA)],  # tick_ema: a plug-in, no column fold
+)
+async def test_signals_only_over_a_tape_writes_the_processor_replay_lines(
+    request, tmp_path, symbols, kind, params
+) -> None:
+    if kind == "tick_ema":
+        request.getfixturevalue("plugin")  # loaded through the plug-in point
     # Equal times across symbols are common here: their lines keep the replay's order.
     path = random_csv(tmp_path / "t.csv", seed=5, count=2_000 * len(symbols), symbols=symbols)
+    params = clean_params(kind, params)
     expected: list[str] = []
     await run_backtest(
-        kind="ema",
-        params=EMA,
+        kind=kind,
+        params=params,
         batches=read_tick_csv(path, feed=BACKTEST_FEED),
-        writer=JsonLinesWriter(expected.append, kind="ema", signals_only=True),
+        writer=JsonLinesWriter(expected.append, kind=kind, signals_only=True),
     )
     written: list[str] = []
     summary = run_tape_backtest(
-        kind="ema",
-        params=EMA,
+        kind=kind,
+        params=params,
         tape=read_tick_tape(path, feed=BACKTEST_FEED),
-        writer=JsonLinesWriter(written.append, kind="ema", signals_only=True),
+        writer=JsonLinesWriter(written.append, kind=kind, signals_only=True),
     )
     assert "".join(written) == "".join(expected) and summary.signals > 0
     assert summary.outputs == 2_000 * len(symbols)

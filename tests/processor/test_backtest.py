@@ -183,6 +183,9 @@ def test_a_signal_line_is_the_documents_json_byte_for_byte(monkeypatch):
             output_id=str(n),
         )
         assert backtest_module._signal_line(signal) == orjson.dumps(signal_line_document(signal)).decode()
+        assert backtest_module.signal_line(signal.symbol, signal.kind, signal.occurrence_ns, signal.price) == (
+            backtest_module._signal_line(signal)
+        )
 
 
 def report(*args):
