@@ -25,6 +25,7 @@ from feeds.market import MarketData
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
 from processor.strategies.base import SignalRow, StrategyLogic
+from processor.strategies.ema_state import closed_emas
 from processor.strategies.registry import register_strategy
 
 _NS_PER_S = 1_000_000_000
@@ -199,19 +200,6 @@ class EmaCrossover(StrategyLogic):
         self.last_ts_ns = last_ts
         self.position = _POSITION[position]
         self.skipped_out_of_order += skipped
-
-
-def closed_emas(
-    closed: int, close: float, cf: float, cs: float, af: float, bf: float, as_: float, bs: float
-) -> tuple[float, float]:
-    """The fast and slow EMAs over closed buckets after one more closes at `close` (`closed` before it).
-
-    Seeded with the first close; then alpha * close + (1 - alpha) * EMA, in this order of
-    operations, which every fold of the kind keeps so their values agree bit for bit.
-    """
-    if closed:
-        return af * close + bf * cf, as_ * close + bs * cs
-    return close, close
 
 
 _EPS = sys.float_info.epsilon

@@ -30,7 +30,7 @@ import numpy as np
 from processor.outputs import OutputRow
 from processor.signals import Position, transition
 from processor.strategies.base import SignalRow
-from processor.strategies.ema import EmaCrossover, closed_emas
+from processor.strategies.ema_state import EmaState, closed_emas
 
 # Ticks per pass: a block's temporary arrays stay in the CPU cache and in memory the
 # allocator already holds; a whole million-tick column per pass spends more time on fresh
@@ -41,7 +41,7 @@ _TRANSITIONS = {(int(old), int(new)): transition(old, new) for old in Position f
 
 
 def fold_ema_arrays(
-    logic: EmaCrossover,
+    logic: EmaState,
     times: Any,
     prices: Any,
     rows: list[OutputRow],
@@ -61,7 +61,7 @@ def fold_ema_arrays(
 
 
 def _fold_block(
-    logic: EmaCrossover,
+    logic: EmaState,
     times: Any,
     prices: Any,
     rows: list[OutputRow],
