@@ -14,7 +14,6 @@ from backtesting.models import BacktestRun, RunStatus
 from backtesting.selectors import run_candles
 from backtesting.services import backtest_run_create, backtest_run_execute
 from tests.backtesting.factories import START, START_NS, queued_run, record_flipping_ticks, run_request
-from tests.helpers import eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the ticks are read by a thread of its own
 
@@ -55,10 +54,11 @@ def test_a_run_over_an_instrument_without_ticks_records_the_failure_and_does_not
     assert run.report is None
 
 
-def test_in_the_embedded_default_a_created_run_runs_in_a_background_thread(trader, settings) -> None:
+def test_in_the_embedded_default_a_created_run_runs_in_a_background_thread(trader, settings, held_threads) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     run = backtest_run_create(owner=trader, request=run_request(record_flipping_ticks()))
-    done = eventually(lambda: BacktestRun.objects.filter(pk=run.pk, status=RunStatus.DONE).first(), timeout_s=30)
+    assert held_threads.finish() == [f"backtest-run-{run.pk}"]
+    done = BacktestRun.objects.get(pk=run.pk, status=RunStatus.DONE)
     assert done.ticks_done == 240
     assert done.report["trades"] > 0
 

@@ -18,7 +18,6 @@ from backtesting.models import BacktestSweep, RunStatus
 from backtesting.sweep import grid_points
 from backtesting.sweep_services import SweepRequest, backtest_sweep_create, backtest_sweep_execute
 from tests.backtesting.factories import START_NS, record_flipping_ticks, record_walk_ticks, run_request
-from tests.helpers import eventually
 from tradingsite.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the ticks are read by a thread of its own
@@ -96,14 +95,15 @@ def test_a_refused_point_is_listed_last_with_its_reason_and_a_sweep_without_tick
     assert missing.status == RunStatus.FAILED and "NOPE" in missing.error and missing.results is None
 
 
-def test_in_the_embedded_default_a_created_sweep_runs_in_a_background_thread(settings) -> None:
+def test_in_the_embedded_default_a_created_sweep_runs_in_a_background_thread(settings, held_threads) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     run = run_request(record_flipping_ticks(), params={"bar_volume": "10"})
     sweep = backtest_sweep_create(
         owner=user("trader"), request=SweepRequest(run=run, grid={"lookback": [2, 3]}, metric="sharpe", workers=1)
     )
     assert sweep.points_total == 2
-    done = eventually(lambda: BacktestSweep.objects.filter(pk=sweep.pk, status=RunStatus.DONE).first(), timeout_s=60)
+    assert held_threads.finish() == [f"backtest-sweep-{sweep.pk}"]
+    done = BacktestSweep.objects.get(pk=sweep.pk, status=RunStatus.DONE)
     assert len(done.results) == 2
 
 
@@ -153,7 +153,7 @@ def _form(instrument: Any, **changes: Any) -> dict[str, Any]:
     } | changes
 
 
-def test_the_page_refuses_a_bad_grid_and_starts_a_good_one(settings) -> None:
+def test_the_page_refuses_a_bad_grid_and_starts_a_good_one(settings, held_threads) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     trader = user("trader")
     instrument = record_flipping_ticks()
@@ -166,13 +166,14 @@ def test_the_page_refuses_a_bad_grid_and_starts_a_good_one(settings) -> None:
     sweep = BacktestSweep.objects.get()
     assert response["Location"] == f"/backtests/sweeps/{sweep.pk}/"
     assert sweep.start_ns == START_NS and sweep.points_total == 4
-    eventually(lambda: BacktestSweep.objects.filter(pk=sweep.pk, status=RunStatus.DONE).exists(), timeout_s=60)
+    assert held_threads.finish() == [f"backtest-sweep-{sweep.pk}"]  # the background thread the page started
+    assert BacktestSweep.objects.get(pk=sweep.pk).status == RunStatus.DONE
     page = client.get(f"/backtests/sweeps/{sweep.pk}/").content.decode()
     assert page.count('<tr data-index="') == 4
     assert f'href="/backtests/sweeps/{sweep.pk}/"' in client.get("/backtests/").content.decode()
 
 
-def test_the_api_starts_lists_and_shows_only_the_callers_sweeps(settings) -> None:
+def test_the_api_starts_lists_and_shows_only_the_callers_sweeps(settings, held_threads) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     alice, bob = user("alice"), user("bob")
     instrument = record_flipping_ticks()
@@ -194,7 +195,8 @@ def test_the_api_starts_lists_and_shows_only_the_callers_sweeps(settings) -> Non
     created = api.post("/api/backtest-sweeps/", payload, content_type="application/json")
     assert created.status_code == 201, created.content
     sweep_id = created.json()["id"]
-    eventually(lambda: BacktestSweep.objects.filter(pk=sweep_id, status=RunStatus.DONE).exists(), timeout_s=60)
+    assert held_threads.finish() == [f"backtest-sweep-{sweep_id}"]
+    assert BacktestSweep.objects.filter(pk=sweep_id, status=RunStatus.DONE).exists()
     detail = api.get(f"/api/backtest-sweeps/{sweep_id}/").json()
     assert detail["metric"] == "sharpe" and len(detail["results"]) == 2 and detail["best"] == detail["results"][0]
     assert [row["id"] for row in api.get("/api/backtest-sweeps/").json()["results"]] == [sweep_id]
@@ -225,7 +227,7 @@ def test_an_optimizer_sweep_runs_its_trials_the_same_on_two_processes_as_on_one(
     assert pnls == sorted(pnls, reverse=True)
 
 
-def test_the_page_and_the_api_start_an_optimizer_sweep_and_refuse_a_bad_space_by_field(settings) -> None:
+def test_the_page_and_the_api_start_an_optimizer_sweep_and_refuse_a_bad_space_by_field(settings, held_threads) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     trader = user("trader")
     instrument = record_flipping_ticks()
@@ -244,7 +246,8 @@ def test_the_page_and_the_api_start_an_optimizer_sweep_and_refuse_a_bad_space_by
     assert response.status_code == 302
     sweep = BacktestSweep.objects.get()
     assert (sweep.trials, sweep.seed, sweep.points_total) == (5, 2, 5)
-    eventually(lambda: BacktestSweep.objects.filter(pk=sweep.pk, status=RunStatus.DONE).exists(), timeout_s=60)
+    assert held_threads.finish() == [f"backtest-sweep-{sweep.pk}"]
+    assert BacktestSweep.objects.filter(pk=sweep.pk, status=RunStatus.DONE).exists()
     page = client.get(f"/backtests/sweeps/{sweep.pk}/").content.decode()
     assert page.count('<tr data-index="') == 5 and "optimizer: 5 trials" in page
     api = client.post(
@@ -265,5 +268,6 @@ def test_the_page_and_the_api_start_an_optimizer_sweep_and_refuse_a_bad_space_by
     )
     assert api.status_code == 201, api.content
     assert api.json()["trials"] == 3 and api.json()["points_total"] == 3
-    eventually(lambda: BacktestSweep.objects.filter(pk=api.json()["id"], status=RunStatus.DONE).exists(), timeout_s=60)
+    assert held_threads.finish() == [f"backtest-sweep-{api.json()['id']}"]
+    assert BacktestSweep.objects.filter(pk=api.json()["id"], status=RunStatus.DONE).exists()
     assert len(client.get(f"/api/backtest-sweeps/{api.json()['id']}/").json()["results"]) == 3
