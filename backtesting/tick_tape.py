@@ -9,9 +9,10 @@ array's buffer, never through float.
 
 The columnar reader accepts only the plain form the tick CSV writer produces (digits
 and at most one point, at most SCALE_DIGITS significant decimals and MAX_WHOLE_DIGITS
-whole digits, times in the 2000..2100 range, sides buy/sell/empty). A file with anything else is read by the format's own line
-reader (feeds.venues.tick_csv), which accepts or refuses it exactly as the other
-commands do and names the line of an error; its ticks then become the same tape.
+whole digits, times in the 2000..2100 range, sides buy/sell/empty). A file with anything
+else is read by the format's own line reader (feeds.venues.tick_csv), which accepts or
+refuses it exactly as the other commands do and names the line of an error; its ticks
+then become the same tape.
 """
 
 from __future__ import annotations

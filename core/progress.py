@@ -18,7 +18,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 def progress_bar(
     label: str,
     *,
-    total: int,
+    total: int | Callable[[], int],
     enabled: bool = True,
     stream: TextIO | None = None,
     unit_bytes: bool = True,
@@ -26,12 +26,16 @@ def progress_bar(
 ) -> Iterator[Callable[[int], None]]:
     """Yield `advance(n)`, which moves the bar `n` units of `total` (bytes by default).
 
-    The bar is redrawn once `every` units have gathered (1 for slow units such as sweep points).
+    `total` may be a function: it is called only when the bar is drawn (a count that costs a
+    read of the input is not paid for a pipe or a log file). The bar is redrawn once `every`
+    units have gathered (1 for slow units such as sweep points).
     """
     console = Console(file=stream, stderr=stream is None)
     if not enabled or not console.is_terminal:
         yield lambda n: None
         return
+    if callable(total):
+        total = total()
     columns = [TextColumn(label), BarColumn(), DownloadColumn() if unit_bytes else TextColumn("{task.completed}")]
     with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as progress:
         task = progress.add_task(label, total=total)

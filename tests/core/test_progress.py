@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -26,6 +27,14 @@ def test_the_bar_draws_on_a_terminal_only() -> None:
     assert "job" in screen.getvalue() and pipe.getvalue() == ""
 
 
+def test_a_total_given_as_a_function_is_counted_only_for_a_bar_that_draws() -> None:
+    counted: list[str] = []
+    for name, stream in (("pipe", io.StringIO()), ("terminal", Terminal())):
+        with progress_bar("job", total=lambda name=name: counted.append(name) or 5, stream=stream) as advance:
+            advance(5)
+    assert counted == ["terminal"]
+
+
 def test_a_disabled_bar_draws_nothing_even_on_a_terminal() -> None:
     screen = Terminal()
     with progress_bar("job", total=3, stream=screen, enabled=False) as advance:
@@ -43,8 +52,8 @@ def test_the_backtest_command_moves_its_bar_over_the_replayed_ticks(tmp_path: Pa
     moved: list[tuple[int, int]] = []
 
     class Recording:
-        def __init__(self, label: str, *, total: int, enabled: bool = True, **options: object) -> None:
-            self.total, self.enabled = total, enabled
+        def __init__(self, label: str, *, total: Any, enabled: bool = True, **options: object) -> None:
+            self.total, self.enabled = (total() if callable(total) else total), enabled
 
         def __enter__(self):
             return lambda n: moved.append((self.total, n))

@@ -110,11 +110,14 @@ class Command(BaseCommand):
         # read as a tape: the kind's column folds, the same results as the replay, several
         # times faster. Signal lines of several symbols whose times go backwards are still
         # replayed (from the tape's ticks): their order depends on where the batches fall.
+        if options["ticks"] and (options["start"] or options["end"]):
+            raise CommandError("give either --ticks or --from/--to, not both")
         as_tape = options["report"] or (options["signals_only"] and batch_ticks == _BATCH_TICKS)
         reading = time.perf_counter()
         tape = self._tape(options) if options["ticks"] and as_tape else None
         # A tape's read is part of the run a user waits for; the summary's time counts it.
         self._read_s = time.perf_counter() - reading if tape is not None else 0.0
+        total: int | Callable[[], int]
         if tape is not None and not options["report"] and len(tape.symbols) > 1 and not tape.in_time_order():
             batches: Iterator[FeedData] = tape.batches(batch_ticks)
             total, tape = len(tape), None
@@ -153,15 +156,11 @@ class Command(BaseCommand):
             f"{summary.signals} signals in {self._timing(summary.ticks, summary.seconds)}"
         )
 
-    def _batches(self, options: dict[str, Any], batch_ticks: int) -> tuple[Iterator[FeedData], int]:
-        """The replayed batches and how many ticks they hold (for the progress bar; lines for a CSV)."""
-        recorded = options["start"] or options["end"]
-        if options["ticks"] and recorded:
-            raise CommandError("give either --ticks or --from/--to, not both")
+    def _batches(self, options: dict[str, Any], batch_ticks: int) -> tuple[Iterator[FeedData], Callable[[], int]]:
+        """The replayed batches, and how to count their ticks (for a progress bar only: a CSV's lines)."""
         if options["ticks"]:
-            return read_tick_csv(options["ticks"], feed=BACKTEST_FEED, batch_ticks=batch_ticks), _data_lines(
-                options["ticks"]
-            )
+            path = options["ticks"]
+            return read_tick_csv(path, feed=BACKTEST_FEED, batch_ticks=batch_ticks), lambda: _data_lines(path)
         if not (options["start"] and options["end"] and options["feed"] and options["symbol"]):
             raise CommandError("give --ticks FILE, or --from, --to, --feed and --symbol for recorded ticks")
         start_ns = _parse_time(options["start"], "--from")
@@ -169,11 +168,15 @@ class Command(BaseCommand):
         if end_ns <= start_ns:
             raise CommandError("--to must be after --from")
         symbols = [symbol.strip() for symbol in options["symbol"].split(",") if symbol.strip()]
-        try:
-            total = recorded_tick_count(options["feed"], symbols, start_ns, end_ns)
-        except TickSourceError as exc:
-            raise CommandError(str(exc)) from None
-        return _recorded_batches(options["feed"], symbols, start_ns, end_ns, batch_ticks), total
+        feed = options["feed"]
+
+        def total() -> int:
+            try:
+                return recorded_tick_count(feed, symbols, start_ns, end_ns)
+            except TickSourceError as exc:
+                raise CommandError(str(exc)) from None
+
+        return _recorded_batches(feed, symbols, start_ns, end_ns, batch_ticks), total
 
     def _timing(self, ticks: int, seconds: float) -> str:
         total = seconds + self._read_s
@@ -182,8 +185,6 @@ class Command(BaseCommand):
         return f"{total:.3f}s ({rate}{read})"
 
     def _tape(self, options: dict[str, Any]) -> TickTape:
-        if options["start"] or options["end"]:
-            raise CommandError("give either --ticks or --from/--to, not both")
         try:
             return read_tick_tape(options["ticks"], feed=BACKTEST_FEED)
         except TickFileError as exc:
